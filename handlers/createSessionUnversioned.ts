@@ -1,0 +1,17 @@
+import type { JsonObject } from "../db/store.ts";
+import { openSession } from "./createSession.ts";
+import { apiKeyOf, type Deps, type Handler } from "./types.ts";
+
+const isObject = (value: unknown): value is JsonObject =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+/** L2: like createSession, with the session fields flat, or wrapped when `session` is an object and no id is at the top. */
+export const createSessionUnversioned =
+  (deps: Deps): Handler<"createSessionUnversioned"> =>
+  async (req) => {
+    const body = req.body;
+    const wrapped = isObject(body.session) && !("id" in body) && !("session_id" in body);
+    return wrapped
+      ? openSession(deps, apiKeyOf(req), body.session as JsonObject, "session")
+      : openSession(deps, apiKeyOf(req), body, "");
+  };

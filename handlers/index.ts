@@ -1,0 +1,24 @@
+import { createAgent } from "./createAgent.ts";
+import { createEvents } from "./createEvents.ts";
+import { createEventsUnversioned } from "./createEventsUnversioned.ts";
+import { createSession } from "./createSession.ts";
+import { createSessionUnversioned } from "./createSessionUnversioned.ts";
+import { getOpenapiSpec } from "./getOpenapiSpec.ts";
+import { reauthorizeJwt } from "./reauthorizeJwt.ts";
+import type { Deps, Handlers } from "./types.ts";
+import { updateEvents } from "./updateEvents.ts";
+import { updateSession } from "./updateSession.ts";
+
+/** One handler per operationId of openapi.yaml; `satisfies` makes a missing one a type error. */
+export const createHandlers = (deps: Deps) =>
+  ({
+    createSession: createSession(deps),
+    createSessionUnversioned: createSessionUnversioned(deps),
+    updateSession: updateSession(deps),
+    createEvents: createEvents(deps),
+    createEventsUnversioned: createEventsUnversioned(deps),
+    updateEvents: updateEvents(deps),
+    createAgent: createAgent(deps),
+    reauthorizeJwt: reauthorizeJwt(deps),
+    getOpenapiSpec: getOpenapiSpec(deps),
+  }) satisfies Handlers;

@@ -1,0 +1,70 @@
+/**
+ * Handwritten type glue between openapi-typescript's `operations` and Fastify's route generic:
+ * `Handlers` has one key per operationId, so leaving one out, or answering a body the spec does
+ * not declare, fails `tsc`.
+ */
+import type {
+  FastifyRequest,
+  RawReplyDefaultExpression,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+  RouteHandlerMethod,
+} from "fastify";
+import type { ApiKeyRecord, Store } from "../db/store.ts";
+import type { operations } from "../generated/api.ts";
+import type { Claims } from "../lib/auth.ts";
+import { internalError } from "./errors.ts";
+
+type Op<K extends keyof operations> = operations[K];
+type Content<C> = C extends { content: { "application/json": infer B } }
+  ? B
+  : C extends { content: { "application/yaml": infer Y } }
+    ? Y
+    : never;
+
+export type OperationId = keyof operations;
+
+export type Handler<K extends OperationId> = RouteHandlerMethod<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  {
+    Body: Content<NonNullable<Op<K>["requestBody"]>>;
+    Reply: { [S in keyof Op<K>["responses"]]: Content<Op<K>["responses"][S]> };
+  }
+>;
+
+export type Handlers = { [K in OperationId]: Handler<K> };
+
+/** What handlers are built from: storage, the token issuer, settings and the clock. */
+export interface Deps {
+  store: Store;
+  /** Issues a JWT for a session (contract 4.4). */
+  issueJwt(claims: { session_id: string; project_id: string; key_id: string }): string;
+  publicUrl: string;
+  /** The bytes of openapi.yaml, served by getOpenapiSpec. */
+  specText: string;
+  /** Milliseconds since the epoch. */
+  now(): number;
+}
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** Set by the API-key check of operations secured by an API key. */
+    apiKey?: ApiKeyRecord;
+    /** Set by the JWT check of operations secured by a bearer token. */
+    claims?: Claims;
+  }
+}
+
+export function apiKeyOf(req: FastifyRequest): ApiKeyRecord {
+  if (!req.apiKey) throw internalError(); // only reachable if the spec lost its security entry
+  return req.apiKey;
+}
+
+export function claimsOf(req: FastifyRequest): Claims {
+  if (!req.claims) throw internalError();
+  return req.claims;
+}
+
+export const sessionUrl = (deps: Deps, id: string) => `${deps.publicUrl}/sessions/${encodeURIComponent(id)}`;

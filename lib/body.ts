@@ -1,0 +1,44 @@
+/**
+ * Request bodies may come gzip- or deflate-encoded (contract G4). The body limit counts the
+ * decoded bytes, and decoding stops the moment the limit is passed, so a gzip bomb costs at most
+ * one limit's worth of work before its 413.
+ */
+import { pipeline, type Readable, Transform } from "node:stream";
+import { createGunzip, createInflate } from "node:zlib";
+import { ApiError } from "../handlers/errors.ts";
+
+export class BodyTooLarge extends Error {
+  readonly statusCode = 413;
+  readonly code = "AGENTMON_BODY_TOO_LARGE";
+}
+
+export function decodeBody(
+  encoding: string | undefined,
+  payload: Readable,
+  limit: number,
+): Readable & { receivedEncodedLength?: number } {
+  const name = (encoding ?? "").trim().toLowerCase();
+  if (name === "" || name === "identity") return payload;
+  const decoder =
+    name === "gzip" || name === "x-gzip" ? createGunzip() : name === "deflate" ? createInflate() : undefined;
+  if (decoder === undefined) {
+    throw new ApiError(415, {
+      error: "Unsupported media type",
+      message: `Content-Encoding "${name}" is not supported; send the body plain, gzip or deflate`,
+    });
+  }
+  let decoded = 0;
+  const counter: Transform & { receivedEncodedLength?: number } = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      decoded += chunk.length;
+      if (decoded > limit) done(new BodyTooLarge("decoded body over the limit"));
+      else done(null, chunk);
+    },
+  });
+  counter.receivedEncodedLength = 0;
+  payload.on("data", (chunk: Buffer) => {
+    counter.receivedEncodedLength = (counter.receivedEncodedLength ?? 0) + chunk.length;
+  });
+  pipeline(payload, decoder, counter, () => {});
+  return counter;
+}

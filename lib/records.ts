@@ -1,0 +1,350 @@
+/**
+ * From request bodies (already checked against openapi.yaml by ajv) to stored records, and back.
+ * This is where the contract's aliases, canonical values and unknown-field rules (G5, G6, S1,
+ * S5, E2-E4, E6) live, so that every adapter stores the same thing.
+ */
+
+import type {
+  EndState,
+  EventRecord,
+  JsonObject,
+  Kind,
+  NewSession,
+  SessionChanges,
+  SessionRecord,
+} from "../db/store.ts";
+import type { ErrorDetail } from "../handlers/errors.ts";
+import { parseTimestamp, type Timestamp } from "./timestamps.ts";
+
+type Raw = JsonObject;
+
+const given = (value: unknown) => value !== undefined && value !== null;
+const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+function timestamp(value: unknown): Timestamp | undefined {
+  // ajv has checked the format already; parse again for the UTC form.
+  return typeof value === "string" ? parseTimestamp(value) : undefined;
+}
+
+// ---------------------------------------------------------------- sessions
+
+const END_STATES: Record<string, EndState> = {
+  success: "Success",
+  completed: "Success",
+  complete: "Success",
+  succeeded: "Success",
+  ok: "Success",
+  fail: "Fail",
+  failed: "Fail",
+  failure: "Fail",
+  error: "Fail",
+  errored: "Fail",
+  indeterminate: "Indeterminate",
+  unknown: "Indeterminate",
+  "": "Indeterminate",
+};
+
+export const END_STATE_RULE =
+  'must be one of Success, Fail, Indeterminate (any case), or an alias: completed, complete, succeeded, ok, failed, failure, error, errored, unknown, ""';
+
+export const canonicalEndState = (value: string): EndState | undefined => END_STATES[value.trim().toLowerCase()];
+
+const SESSION_FIELDS = new Set([
+  "id",
+  "session_id",
+  "init_timestamp",
+  "end_timestamp",
+  "end_state",
+  "end_state_reason",
+  "tags",
+  "host_env",
+  "jwt",
+]);
+
+export interface SessionInput {
+  id: string | undefined;
+  changes: SessionChanges;
+}
+
+/** Reads the session fields of a create or update body; `path` is where they sit in the body. */
+export function readSession(raw: Raw, path: string, errors: ErrorDetail[]): SessionInput {
+  const at = (field: string) => (path === "" ? field : `${path}.${field}`);
+  const id = given(raw.id) ? String(raw.id) : given(raw.session_id) ? String(raw.session_id) : undefined;
+  if (given(raw.id) && given(raw.session_id) && raw.id !== raw.session_id) {
+    errors.push({ path: at("session_id"), message: `must equal id ("${raw.id}") when both are given` });
+  }
+  const changes: SessionChanges = { extra: {} };
+  const init = timestamp(raw.init_timestamp);
+  if (init) {
+    changes.init_timestamp = init.iso;
+    changes.init_us = init.us;
+  }
+  const end = timestamp(raw.end_timestamp);
+  if (end) changes.end_timestamp = end.iso;
+  if (typeof raw.end_state === "string") {
+    const state = canonicalEndState(raw.end_state);
+    if (state) changes.end_state = state;
+    else errors.push({ path: at("end_state"), message: END_STATE_RULE });
+  }
+  if (typeof raw.end_state_reason === "string") changes.end_state_reason = raw.end_state_reason;
+  if (Array.isArray(raw.tags)) changes.tags = raw.tags as string[];
+  if (given(raw.host_env)) changes.host_env = raw.host_env as JsonObject;
+  changes.extra = unknownFields(raw, SESSION_FIELDS);
+  return { id, changes };
+}
+
+export function newSession(id: string, changes: SessionChanges, received: Timestamp): NewSession {
+  return {
+    id,
+    init_timestamp: changes.init_timestamp ?? received.iso,
+    init_us: changes.init_us ?? received.us,
+    end_timestamp: changes.end_timestamp ?? null,
+    end_state: changes.end_state ?? null,
+    end_state_reason: changes.end_state_reason ?? null,
+    tags: changes.tags ?? null,
+    host_env: changes.host_env ?? null,
+    extra: changes.extra,
+  };
+}
+
+/** The session as clients see it (S6): named fields, then the unknown ones as sent. */
+export function sessionView(session: SessionRecord) {
+  return {
+    id: session.id,
+    init_timestamp: session.init_timestamp,
+    end_timestamp: session.end_timestamp,
+    end_state: session.end_state,
+    end_state_reason: session.end_state_reason,
+    tags: session.tags,
+    host_env: session.host_env,
+    ...session.extra,
+  };
+}
+
+// ---------------------------------------------------------------- events
+
+export const KINDS: Record<Kind, string> = { llm: "llms", tool: "tools", action: "actions", error: "errors" };
+const KIND_OF_EVENT_TYPE = new Map(Object.entries(KINDS).map(([kind, plural]) => [plural, kind as Kind]));
+const KIND_RULE = "give type (llm, tool, action, error) or event_type (llms, tools, actions, errors)";
+
+/** Named fields kept in the record's `fields` bag, whatever the kind. */
+const BAG_FIELDS = [
+  "thread_id",
+  "prompt",
+  "completion",
+  "params",
+  "returns",
+  "name",
+  "input",
+  "output",
+  "logs",
+  "action_type",
+  "screenshot",
+  "error_type",
+  "code",
+  "details",
+  "trigger_event_id",
+  "trigger_event_type",
+] as const;
+
+const EVENT_FIELDS = new Set<string>([
+  ...BAG_FIELDS,
+  "id",
+  "event_id",
+  "type",
+  "event_type",
+  "init_timestamp",
+  "timestamp",
+  "end_timestamp",
+  "agent_id",
+  "session_id",
+  "model",
+  "prompt_tokens",
+  "completion_tokens",
+  "cost",
+  "tool_name",
+]);
+
+/** On tool events the AgentOps SDK's names stand for the canonical ones (E4). */
+const TOOL_ALIASES = { tool_name: "name", params: "input", returns: "output" } as const;
+
+/** One event of a create_events or update_events body, before it meets a stored event. */
+export interface EventInput {
+  id: string | undefined;
+  type: Kind | undefined;
+  session_id: string | undefined;
+  init: Timestamp | undefined;
+  /** Every other named field given, canonical names, columns included. */
+  fields: JsonObject;
+  aliases: string[];
+  extra: JsonObject;
+}
+
+export function readEvent(raw: Raw, path: string, errors: ErrorDetail[], idKey: "id" | "event_id"): EventInput {
+  const plural = typeof raw.event_type === "string" ? raw.event_type : undefined;
+  const fromEventType = plural === undefined ? undefined : KIND_OF_EVENT_TYPE.get(plural);
+  const type = (typeof raw.type === "string" ? (raw.type as Kind) : undefined) ?? fromEventType;
+  if (type !== undefined && fromEventType !== undefined && type !== fromEventType) {
+    errors.push({
+      path: `${path}.event_type`,
+      message: `"${plural}" disagrees with type "${type}"; ${KIND_RULE}, naming the same kind`,
+    });
+  }
+  const aliases: string[] = plural === undefined ? [] : ["event_type"];
+  const extra = unknownFields(raw, EVENT_FIELDS);
+
+  const fields: JsonObject = {};
+  for (const key of [
+    ...BAG_FIELDS,
+    "end_timestamp",
+    "agent_id",
+    "model",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost",
+    "tool_name",
+  ]) {
+    if (given(raw[key])) fields[key] = raw[key];
+  }
+  const end = timestamp(raw.end_timestamp);
+  if (end) fields.end_timestamp = end.iso;
+
+  let init = timestamp(raw.init_timestamp);
+  const alias = timestamp(raw.timestamp);
+  if (alias) {
+    if (!init || init.iso === alias.iso) {
+      init = alias;
+      aliases.push("timestamp");
+    } else extra.timestamp = raw.timestamp;
+  }
+
+  const id =
+    idKey === "event_id" && given(raw.event_id) ? String(raw.event_id) : given(raw.id) ? String(raw.id) : undefined;
+  if (idKey === "event_id" && given(raw.event_id) && given(raw.id) && raw.event_id !== raw.id) {
+    errors.push({ path: `${path}.id`, message: `must equal event_id ("${raw.event_id}") when both are given` });
+  }
+  const input: EventInput = {
+    id,
+    type,
+    session_id: given(raw.session_id) ? String(raw.session_id) : undefined,
+    init,
+    fields,
+    aliases,
+    extra,
+  };
+  return input;
+}
+
+/** A kind is required on create (E2). */
+export function requireKind(input: EventInput, path: string, errors: ErrorDetail[]): void {
+  if (input.type === undefined) errors.push({ path: `${path}.type`, message: `is required: ${KIND_RULE}` });
+}
+
+/** Moves the tool aliases to their canonical names; a differing alias is kept as an unknown field. */
+function resolveAliases(kind: Kind, input: EventInput): EventInput {
+  const fields = { ...input.fields };
+  const extra = { ...input.extra };
+  const aliases = [...input.aliases];
+  const names = kind === "tool" ? Object.entries(TOOL_ALIASES) : [["tool_name", "name"] as const];
+  for (const [alias, canonical] of names) {
+    if (!(alias in fields)) continue;
+    const value = fields[alias];
+    delete fields[alias];
+    if (kind !== "tool") {
+      extra[alias] = value; // tool_name means nothing on other kinds: an unknown field
+    } else if (!(canonical in fields) || sameJson(fields[canonical], value)) {
+      fields[canonical] = value;
+      aliases.push(alias);
+    } else {
+      extra[alias] = value;
+    }
+  }
+  return { ...input, fields, extra, aliases };
+}
+
+const COLUMN_FIELDS = ["end_timestamp", "agent_id", "model", "prompt_tokens", "completion_tokens", "cost"] as const;
+
+function withFields(event: EventRecord, fields: JsonObject): EventRecord {
+  const next: EventRecord = { ...event, fields: { ...event.fields } };
+  for (const [key, value] of Object.entries(fields)) {
+    if ((COLUMN_FIELDS as readonly string[]).includes(key)) (next as unknown as JsonObject)[key] = value;
+    else next.fields[key] = value;
+  }
+  return next;
+}
+
+/** A new event record for create_events. */
+export function newEvent(input: EventInput & { type: Kind }, id: string, received: Timestamp): EventRecord {
+  const resolved = resolveAliases(input.type, input);
+  const init = resolved.init ?? received;
+  const empty: EventRecord = {
+    id,
+    type: input.type,
+    init_timestamp: init.iso,
+    init_us: init.us,
+    end_timestamp: null,
+    agent_id: null,
+    model: null,
+    prompt_tokens: null,
+    completion_tokens: null,
+    cost: null,
+    fields: {},
+    aliases: resolved.aliases,
+    extra: resolved.extra,
+  };
+  return withFields(empty, resolved.fields);
+}
+
+/** Applies an update_events entry: only the fields given change, extras merge (E6). */
+export function patchEvent(stored: EventRecord, input: EventInput): EventRecord {
+  const type = input.type ?? stored.type;
+  const resolved = resolveAliases(type, input);
+  const next = withFields({ ...stored, type }, resolved.fields);
+  if (resolved.init) {
+    next.init_timestamp = resolved.init.iso;
+    next.init_us = resolved.init.us;
+  }
+  next.aliases = [...new Set([...stored.aliases, ...resolved.aliases])];
+  next.extra = { ...stored.extra, ...resolved.extra };
+  return next;
+}
+
+/** The event as clients read it: canonical fields, the aliases it was sent with, its unknown fields. */
+export function eventView(event: EventRecord, sessionId: string) {
+  const view: JsonObject = {
+    id: event.id,
+    type: event.type,
+    session_id: sessionId,
+    init_timestamp: event.init_timestamp,
+    end_timestamp: event.end_timestamp,
+    agent_id: event.agent_id,
+  };
+  for (const key of ["model", "prompt_tokens", "completion_tokens", "cost"] as const) {
+    if (event[key] !== null) view[key] = event[key];
+  }
+  Object.assign(view, event.fields);
+  const echo: Record<string, unknown> = {
+    event_type: KINDS[event.type],
+    timestamp: event.init_timestamp,
+    tool_name: event.fields.name,
+    params: event.fields.input,
+    returns: event.fields.output,
+  };
+  for (const alias of event.aliases) view[alias] = echo[alias];
+  return { ...view, ...event.extra };
+}
+
+// ---------------------------------------------------------------- shared
+
+/** The fields a schema does not name, as sent (G5); `jwt` is never kept. */
+export function unknownFields(raw: Raw, named: Set<string>): JsonObject {
+  // fromEntries defines own properties, so even a key named "__proto__" stays plain data.
+  return Object.fromEntries(Object.entries(raw).filter(([key]) => !named.has(key) && key !== "jwt"));
+}
+
+/** token_cost (S6): plain decimal, at most 12 places, trailing zeros trimmed to at least two. */
+export function formatCost(total: number): string {
+  const fixed = total.toFixed(12).replace(/0+$/, "");
+  const [whole, decimals = ""] = fixed.split(".");
+  return `${whole}.${decimals.padEnd(2, "0")}`;
+}
