@@ -31,8 +31,8 @@ export interface AppOptions {
   store: Store;
   /** HS256 signing secret for JWTs. */
   jwtSecret: string;
-  /** Base of session_url, without a trailing slash. */
-  publicUrl?: string;
+  /** Base of session_url; a function when it is known only once the server listens (PORT=0). */
+  publicUrl?: string | (() => string);
   /** Body limit in bytes, after decompression (L1). */
   bodyLimit?: number;
   /** Most events in one create_events call (E1). */
@@ -140,6 +140,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     // One log line per request, written by the onResponse hook below.
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: false,
+    // G5: keys named __proto__ or constructor are data like any other. JSON.parse makes them own
+    // properties, and lib/records.ts copies unknown fields with Object.fromEntries and spreads
+    // (never by assignment), so they cannot reach a prototype.
+    onProtoPoisoning: "ignore",
+    onConstructorPoisoning: "ignore",
     ajv: {
       customOptions: {
         strict: true,
@@ -254,7 +259,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   const deps = {
     store,
-    publicUrl: (options.publicUrl ?? "http://127.0.0.1:3000").replace(/\/+$/, ""),
+    publicUrl: () => {
+      const base = options.publicUrl ?? "http://127.0.0.1:3000";
+      return (typeof base === "function" ? base() : base).replace(/\/+$/, "");
+    },
     specText,
     now,
     issueJwt: (claims: { session_id: string; project_id: string; key_id: string }) =>

@@ -173,31 +173,43 @@ async function serve(config: Config, io: Output): Promise<number> {
   if (config.jwtSecret !== undefined && config.jwtSecret.length < 32) {
     io.err("agentmon: warning: AGENTMON_JWT_SECRET is shorter than 32 characters; use a longer random secret");
   }
-  const base =
-    config.publicUrl ?? `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${config.port}`;
+  let firstKey: string | undefined;
   if (config.apiKey !== undefined) await ensureConfiguredKey(store, config.apiKey);
-  else if ((await store.listApiKeys()).length === 0) {
-    const { key } = await createKey(store, DEFAULT_PROJECT);
-    io.out(`agentmon: created the first API key, for project "${DEFAULT_PROJECT}". It is shown only now:`);
-    io.out(`  ${key}`);
-    io.out(
-      `  try: curl -s ${base}/v2/create_session -H 'X-Agentmon-Api-Key: ${key}' -H 'Content-Type: application/json' -d '{"session":{"id":"hello"}}'`,
-    );
-  } else {
-    io.out("agentmon: API keys: `npx agentmon keys create` makes a new one, `npx agentmon keys list` shows them");
-  }
+  else if ((await store.listApiKeys()).length === 0) firstKey = (await createKey(store, DEFAULT_PROJECT)).key;
 
+  let base = config.publicUrl;
   const app = await buildApp({
     store,
     jwtSecret,
-    publicUrl: base,
+    publicUrl: () => base ?? "",
     bodyLimit: config.bodyLimit,
     maxEvents: config.maxEvents,
     authFailLimit: config.authFailLimit,
     authFailWindowMs: config.authFailWindowSeconds * 1000,
     logger: { level: config.logLevel },
   });
-  const address = await app.listen({ port: config.port, host: config.host });
+  const showFirstKey = (where: string | undefined) => {
+    if (firstKey === undefined) return;
+    io.out(`agentmon: created the first API key, for project "${DEFAULT_PROJECT}". It is shown only now:`);
+    io.out(`  ${firstKey}`);
+    if (where === undefined) return;
+    io.out(
+      `  try: curl -s ${where}/v2/create_session -H 'X-Agentmon-Api-Key: ${firstKey}' -H 'Content-Type: application/json' -d '{"session":{"id":"hello"}}'`,
+    );
+  };
+  let address: string;
+  try {
+    address = await app.listen({ port: config.port, host: config.host });
+  } catch (error) {
+    showFirstKey(undefined); // the key exists now: do not lose it because the port was taken
+    await app.close();
+    throw error;
+  }
+  base ??= address; // the listen address, with the real port when PORT=0
+  showFirstKey(base);
+  if (firstKey === undefined && config.apiKey === undefined) {
+    io.out("agentmon: API keys: `npx agentmon keys create` makes a new one, `npx agentmon keys list` shows them");
+  }
   io.out(`agentmon: listening on ${address} (database ${config.db})`);
 
   let stopping = false;

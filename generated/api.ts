@@ -554,7 +554,7 @@ export interface components {
                 "application/json": components["schemas"]["CreateEventsResponse"];
             };
         };
-        /** @description Malformed JSON, an empty body, or a body that breaks the schema. Nothing was stored. */
+        /** @description Malformed JSON, an empty body, a body that breaks the schema, or one that cannot be decompressed. Nothing was stored. */
         BadRequest: {
             headers: {
                 [name: string]: unknown;

@@ -10,7 +10,8 @@ export const createSessionUnversioned =
   (deps: Deps): Handler<"createSessionUnversioned"> =>
   async (req) => {
     const body = req.body;
-    const wrapped = isObject(body.session) && !("id" in body) && !("session_id" in body);
+    // null means "not given" (G5), so `"id": null` beside a session object still means wrapped.
+    const wrapped = isObject(body.session) && body.id == null && body.session_id == null;
     return wrapped
       ? openSession(deps, apiKeyOf(req), body.session as JsonObject, "session")
       : openSession(deps, apiKeyOf(req), body, "");

@@ -41,7 +41,8 @@ export interface Deps {
   store: Store;
   /** Issues a JWT for a session (contract 4.4). */
   issueJwt(claims: { session_id: string; project_id: string; key_id: string }): string;
-  publicUrl: string;
+  /** Base of session_url, without a trailing slash. */
+  publicUrl(): string;
   /** The bytes of openapi.yaml, served by getOpenapiSpec. */
   specText: string;
   /** Milliseconds since the epoch. */
@@ -67,4 +68,4 @@ export function claimsOf(req: FastifyRequest): Claims {
   return req.claims;
 }
 
-export const sessionUrl = (deps: Deps, id: string) => `${deps.publicUrl}/sessions/${encodeURIComponent(id)}`;
+export const sessionUrl = (deps: Deps, id: string) => `${deps.publicUrl()}/sessions/${encodeURIComponent(id)}`;

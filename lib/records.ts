@@ -47,7 +47,7 @@ const END_STATES: Record<string, EndState> = {
 export const END_STATE_RULE =
   'must be one of Success, Fail, Indeterminate (any case), or an alias: completed, complete, succeeded, ok, failed, failure, error, errored, unknown, ""';
 
-export const canonicalEndState = (value: string): EndState | undefined => END_STATES[value.trim().toLowerCase()];
+export const canonicalEndState = (value: string): EndState | undefined => END_STATES[value.toLowerCase()];
 
 const SESSION_FIELDS = new Set([
   "id",
@@ -150,7 +150,6 @@ const BAG_FIELDS = [
 const EVENT_FIELDS = new Set<string>([
   ...BAG_FIELDS,
   "id",
-  "event_id",
   "type",
   "event_type",
   "init_timestamp",
@@ -164,6 +163,8 @@ const EVENT_FIELDS = new Set<string>([
   "cost",
   "tool_name",
 ]);
+
+const EVENT_UPDATE_FIELDS = new Set([...EVENT_FIELDS, "event_id"]);
 
 /** On tool events the AgentOps SDK's names stand for the canonical ones (E4). */
 const TOOL_ALIASES = { tool_name: "name", params: "input", returns: "output" } as const;
@@ -191,7 +192,8 @@ export function readEvent(raw: Raw, path: string, errors: ErrorDetail[], idKey: 
     });
   }
   const aliases: string[] = plural === undefined ? [] : ["event_type"];
-  const extra = unknownFields(raw, EVENT_FIELDS);
+  // event_id names the event on update_events only; on create_events it is an unknown field.
+  const extra = unknownFields(raw, idKey === "event_id" ? EVENT_UPDATE_FIELDS : EVENT_FIELDS);
 
   const fields: JsonObject = {};
   for (const key of [
@@ -344,7 +346,8 @@ export function unknownFields(raw: Raw, named: Set<string>): JsonObject {
 
 /** token_cost (S6): plain decimal, at most 12 places, trailing zeros trimmed to at least two. */
 export function formatCost(total: number): string {
-  const fixed = total.toFixed(12).replace(/0+$/, "");
+  // toFixed switches to exponent notation from 1e21 on, where a double has no fraction left anyway.
+  const fixed = total < 1e21 ? total.toFixed(12).replace(/0+$/, "") : `${BigInt(total)}.`;
   const [whole, decimals = ""] = fixed.split(".");
   return `${whole}.${decimals.padEnd(2, "0")}`;
 }

@@ -4,8 +4,8 @@
  * status code each operation can answer with the contract's error body.
  */
 import { existsSync, readFileSync } from "node:fs";
-import { Validator } from "@seriousme/openapi-schema-validator";
 import { createConfig, lint } from "@redocly/openapi-core";
+import { Validator } from "@seriousme/openapi-schema-validator";
 import t from "tap";
 import { parse } from "yaml";
 import { createHandlers } from "../handlers/index.ts";
@@ -20,7 +20,9 @@ type Operation = {
 };
 const operations: [string, string, Operation][] = Object.entries(
   spec.paths as Record<string, Record<string, Operation>>,
-).flatMap(([path, item]) => Object.entries(item).map(([method, op]) => [method, path, op] as [string, string, Operation]));
+).flatMap(([path, item]) =>
+  Object.entries(item).map(([method, op]) => [method, path, op] as [string, string, Operation]),
+);
 
 t.test("the document is valid OpenAPI 3.1 (JSON schema of the specification)", async (t) => {
   const validator = new Validator();

@@ -30,7 +30,12 @@ async function replay(t: Test, version: string) {
   for (const [name, fixture] of fixtures) {
     const headers = { ...fixture.headers };
     if (headers.Authorization) headers.Authorization = `Bearer ${jwt}`;
-    const res = await env.inject({ method: fixture.method, url: fixture.path, headers, payload: JSON.stringify(fixture.body) });
+    const res = await env.inject({
+      method: fixture.method,
+      url: fixture.path,
+      headers,
+      payload: JSON.stringify(fixture.body),
+    });
     t.equal(res.statusCode, 200, `${version}/${name} is answered 200`);
     const body = res.json();
     t.equal(body.status, "success", `${version}/${name} says success`);
@@ -131,7 +136,8 @@ for (const version of readdirSync(FIXTURES).sort()) {
     if (error.trigger_event_id) t.equal(byKind.error?.trigger_event_id, error.trigger_event_id);
     if (!error.id) t.match(byKind.error?.id, /^[0-9a-f]{8}-[0-9a-f]{4}-7/, "an error sent without id gets a UUIDv7");
     for (const [key, value] of Object.entries(error)) {
-      if (!["event_type", "timestamp", "init_timestamp", "end_timestamp", "id"].includes(key)) t.same(byKind.error?.[key], value, `error.${key} kept as sent`);
+      if (!["event_type", "timestamp", "init_timestamp", "end_timestamp", "id"].includes(key))
+        t.same(byKind.error?.[key], value, `error.${key} kept as sent`);
     }
   });
 }

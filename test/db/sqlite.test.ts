@@ -104,7 +104,11 @@ t.test("sessions: created once, owned by one project, updated field by field", a
   const p2 = (await store.createApiKey("h2", "22222222", "p2", "now")).project_id;
   t.same(await store.createSession(p1, session("s")), { created: true, projectId: p1 });
   t.same(await store.createSession(p1, { ...session("s"), tags: ["changed"] }), { created: false, projectId: p1 });
-  t.same(await store.createSession(p2, session("s")), { created: false, projectId: p1 }, "another project sees the owner");
+  t.same(
+    await store.createSession(p2, session("s")),
+    { created: false, projectId: p1 },
+    "another project sees the owner",
+  );
   t.same((await store.getSession("s"))?.tags, ["a"], "a repeated create overwrites nothing");
   t.same((await store.getSession("s"))?.extra, session("s").extra, "unknown fields round-trip, nulls included");
 
@@ -140,16 +144,28 @@ t.test("updateEvents: all or nothing, unknown ids reported with their index", as
   const p = (await store.createApiKey("h", "hhhhhhhh", "p", "now")).project_id;
   await store.createSession(p, session("s"));
   await store.insertEvents(p, "s", [event("e1"), event("e2")]);
-  const patch = (raw: Record<string, unknown>) => ({ ...readEvent(raw, "events[0]", [], "event_id"), id: String(raw.event_id) });
+  const patch = (raw: Record<string, unknown>) => ({
+    ...readEvent(raw, "events[0]", [], "event_id"),
+    id: String(raw.event_id),
+  });
 
-  const refused = await store.updateEvents(p, "s", [patch({ event_id: "e1", model: "new" }), patch({ event_id: "zz" })], patchEvent);
+  const refused = await store.updateEvents(
+    p,
+    "s",
+    [patch({ event_id: "e1", model: "new" }), patch({ event_id: "zz" })],
+    patchEvent,
+  );
   t.same(refused.status === "unknown" && refused.unknown.map((u) => [u.index, u.id]), [[1, "zz"]]);
   t.equal((await store.listEvents("s")).find((e) => e.id === "e1")?.model, "m", "nothing was applied");
 
   const done = await store.updateEvents(
     p,
     "s",
-    [patch({ event_id: "e1", model: "new" }), patch({ event_id: "e1", completion: "done" }), patch({ event_id: "e2", cost: 2 })],
+    [
+      patch({ event_id: "e1", model: "new" }),
+      patch({ event_id: "e1", completion: "done" }),
+      patch({ event_id: "e2", cost: 2 }),
+    ],
     patchEvent,
   );
   t.same(done, { status: "updated", updated: 2 }, "distinct events are counted");

@@ -1,0 +1,853 @@
+/**
+ * Contract part 4, authentication: API keys, JWTs, reauthorization and the failure rate limit,
+ * through the real app on real SQLite.
+ */
+import { createHash, createHmac } from "node:crypto";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { LightMyRequestResponse } from "fastify";
+import t from "tap";
+import { openDb } from "../db/sqlite.ts";
+import type { ApiKeyRecord, Store } from "../db/store.ts";
+import { hashApiKey, keyPrefix } from "../lib/auth.ts";
+import { API_KEY, build, JWT_SECRET, leaksNothing, OTHER_PROJECT_KEY, type TestApp } from "./helper.ts";
+
+/** The type of the `t` a subtest callback gets. */
+type Test = Parameters<Parameters<typeof t.test>[0]>[0];
+
+const BAD_KEY = { error: "Invalid API key", message: "Please check your API key and try again" };
+const BAD_JWT = {
+  error: "Invalid or expired JWT",
+  message: "Please reauthorize using the /v2/reauthorize_jwt endpoint",
+};
+
+const DAY = 24 * 60 * 60;
+/** A fixed clock, in milliseconds (2027-01-15T08:00:00.500Z). */
+const T0 = 1_800_000_000_500;
+const UNKNOWN_KEY = "33333333-3333-4333-8333-333333333333";
+
+/** The API-key routes, each with a body that would succeed given a good key. */
+const KEY_ROUTES: [string, (id: string) => unknown][] = [
+  ["/v2/create_session", (id) => ({ session: { id } })],
+  ["/create_session", (id) => ({ session_id: id })],
+  ["/v2/reauthorize_jwt", (id) => ({ session_id: id })],
+];
+
+/** The JWT routes, in an order where each body succeeds given a good JWT. */
+const JWT_ROUTES: [string, unknown][] = [
+  ["/v2/update_session", { session: { end_state: "Success" } }],
+  ["/v2/create_events", { events: [{ type: "llm", id: "e1", model: "gpt-4o" }] }],
+  ["/create_events", { events: [{ type: "tool", id: "e2", name: "search" }] }],
+  ["/v2/update_events", { events: [{ event_id: "e1", completion: "done" }] }],
+  ["/v2/create_agent", { id: "agent-1", name: "planner" }],
+];
+
+function post(
+  app: TestApp,
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+  remoteAddress?: string,
+): Promise<LightMyRequestResponse> {
+  return app.inject({
+    method: "POST",
+    url,
+    headers: { "content-type": "application/json", ...headers },
+    payload: JSON.stringify(body),
+    ...(remoteAddress === undefined ? {} : { remoteAddress }),
+  });
+}
+
+const bearer = (jwt: string) => ({ authorization: `Bearer ${jwt}` });
+
+function tempDb(t: Test): string {
+  const dir = mkdtempSync(join(tmpdir(), "agentmon-auth-"));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return join(dir, "agentmon.db");
+}
+
+const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url");
+
+/** A token built by hand: any header, any claims, an HMAC signature with the given hash and secret. */
+function craft(header: unknown, claims: unknown, secret = JWT_SECRET, hash = "sha256"): string {
+  const input = `${b64(header)}.${b64(claims)}`;
+  return `${input}.${createHmac(hash, secret).update(input).digest("base64url")}`;
+}
+
+function decode(jwt: string): { header: Record<string, unknown>; claims: Record<string, unknown> } {
+  const [header = "", claims = ""] = jwt.split(".");
+  return {
+    header: JSON.parse(Buffer.from(header, "base64url").toString("utf8")),
+    claims: JSON.parse(Buffer.from(claims, "base64url").toString("utf8")),
+  };
+}
+
+async function keyRecord(store: Store, key: string): Promise<ApiKeyRecord> {
+  const record = await store.apiKeyByHash(hashApiKey(key));
+  if (!record) throw new Error(`no key ${keyPrefix(key)} in the store`);
+  return record;
+}
+
+/** Valid claims for a session of the API_KEY's project, from `nowSeconds`. */
+async function claimsFor(store: Store, sessionId: string, nowSeconds: number) {
+  const key = await keyRecord(store, API_KEY);
+  return {
+    session_id: sessionId,
+    project_id: key.project_id,
+    key_id: key.id,
+    iat: nowSeconds,
+    exp: nowSeconds + DAY,
+  };
+}
+
+function is401(t: Test, res: LightMyRequestResponse, body: typeof BAD_KEY, what: string) {
+  t.equal(res.statusCode, 401, `${what}: 401`);
+  t.match(res.headers["content-type"], /^application\/json/, `${what}: JSON`);
+  t.strictSame(res.json(), body, `${what}: exact body`);
+}
+
+/** Every JWT route answers the JWT 401, body exact, with the headers given. */
+async function everyJwtRoute(t: Test, app: TestApp, headers: Record<string, string>, what: string) {
+  for (const [url, body] of JWT_ROUTES) is401(t, await post(app, url, body, headers), BAD_JWT, `${what} on ${url}`);
+}
+
+/** Every JWT route answers 200 with this JWT (and the extra headers). */
+async function everyJwtRouteOk(t: Test, app: TestApp, jwt: string, what: string, extra: Record<string, string> = {}) {
+  for (const [url, body] of JWT_ROUTES) {
+    const res = await post(app, url, body, { ...extra, ...bearer(jwt) });
+    t.equal(res.statusCode, 200, `${what} on ${url}: ${res.body}`);
+    t.equal(res.json().status, "success", `${what} on ${url}: success`);
+  }
+}
+
+t.test("4.1 bad or missing API key or JWT: 401 with the exact bodies", async (t) => {
+  t.test("4.1 a missing API key on every API-key route", async (t) => {
+    const app = await build(t);
+    await app.session("existing");
+    for (const [url, body] of KEY_ROUTES) {
+      is401(t, await post(app, url, body("existing")), BAD_KEY, `missing key on ${url}`);
+      is401(t, await post(app, url, body("existing"), { "x-agentmon-api-key": "" }), BAD_KEY, `empty key on ${url}`);
+    }
+  });
+
+  t.test("4.1 a malformed API key on every API-key route", async (t) => {
+    const app = await build(t);
+    await app.session("existing");
+    for (const [url, body] of KEY_ROUTES) {
+      const res = await post(app, url, body("existing"), { "x-agentmon-api-key": "not-a-key" });
+      is401(t, res, BAD_KEY, `malformed key on ${url}`);
+    }
+  });
+
+  t.test("4.1 an unknown UUID API key on every API-key route", async (t) => {
+    const app = await build(t);
+    await app.session("existing");
+    for (const [url, body] of KEY_ROUTES) {
+      const res = await post(app, url, body("existing"), { "x-agentmon-api-key": UNKNOWN_KEY });
+      is401(t, res, BAD_KEY, `unknown key on ${url}`);
+    }
+  });
+
+  t.test("4.1 a refused create_session stores nothing and hands out no JWT", async (t) => {
+    const app = await build(t);
+    const res = await post(app, "/v2/create_session", { session: { id: "refused" } }, { "x-agentmon-api-key": "x" });
+    is401(t, res, BAD_KEY, "bad key");
+    t.equal(await app.store.getSession("refused"), undefined);
+    t.notMatch(res.body, /jwt|eyJ/);
+  });
+
+  t.test("4.1 the API key is checked before the body is read", async (t) => {
+    const app = await build(t);
+    const malformed = await app.inject({
+      method: "POST",
+      url: "/v2/create_session",
+      headers: { "content-type": "application/json" },
+      payload: "{not json",
+    });
+    is401(t, malformed, BAD_KEY, "missing key, malformed JSON");
+    const notJson = await app.inject({
+      method: "POST",
+      url: "/v2/create_session",
+      headers: { "content-type": "text/plain", "x-agentmon-api-key": UNKNOWN_KEY },
+      payload: "hello",
+    });
+    is401(t, notJson, BAD_KEY, "unknown key, text/plain body");
+    const invalid = await post(app, "/v2/reauthorize_jwt", {}, { "x-agentmon-api-key": UNKNOWN_KEY });
+    is401(t, invalid, BAD_KEY, "unknown key, body without session_id");
+  });
+
+  t.test("4.1 a missing JWT on every JWT route", async (t) => {
+    const app = await build(t);
+    await everyJwtRoute(t, app, {}, "no Authorization header");
+    await everyJwtRoute(t, app, { authorization: "" }, "empty Authorization header");
+    await everyJwtRoute(t, app, { authorization: "Bearer " }, "Bearer with no token");
+  });
+
+  t.test("4.1 a garbage JWT on every JWT route", async (t) => {
+    const app = await build(t);
+    await everyJwtRoute(t, app, bearer("garbage"), "garbage token");
+    await everyJwtRoute(t, app, bearer("a.b.c"), "three garbage parts");
+    await everyJwtRoute(t, app, bearer("eyJhbGciOiJIUzI1NiJ9.e30"), "two parts");
+  });
+
+  t.test("4.1 a JWT under a scheme other than Bearer on every JWT route", async (t) => {
+    const app = await build(t);
+    const jwt = await app.session("s1");
+    await everyJwtRoute(t, app, { authorization: "Basic dXNlcjpwYXNzd29yZA==" }, "Basic credentials");
+    await everyJwtRoute(t, app, { authorization: `Basic ${jwt}` }, "a valid JWT under Basic");
+    await everyJwtRoute(t, app, { authorization: jwt }, "a valid JWT with no scheme");
+  });
+
+  t.test("4.1 a JWT expired by the clock (a later app on the same database) on every JWT route", async (t) => {
+    const dbPath = tempDb(t);
+    const first = await build(t, { dbPath, now: () => T0 });
+    const jwt = await first.session("s1");
+    const { claims } = decode(jwt);
+    t.equal(claims.exp, Math.floor(T0 / 1000) + DAY, "exp is 24 h after iat");
+
+    const almost = await build(t, { dbPath, now: () => T0 + (DAY - 1) * 1000 });
+    await everyJwtRouteOk(t, almost, jwt, "one second before expiry");
+
+    const later = await build(t, { dbPath, now: () => T0 + (DAY + 1) * 1000 });
+    await everyJwtRoute(t, later, bearer(jwt), "24 h + 1 s after issue");
+  });
+
+  t.test("4.1 a correctly signed JWT whose exp has passed on every JWT route", async (t) => {
+    const app = await build(t);
+    await app.session("s1");
+    const nowSeconds = Math.floor(Date.now() / 1000);
+    const fresh = craft({ alg: "HS256", typ: "JWT" }, await claimsFor(app.store, "s1", nowSeconds));
+    await everyJwtRouteOk(t, app, fresh, "control: the same token, unexpired");
+    const expired = craft({ alg: "HS256", typ: "JWT" }, await claimsFor(app.store, "s1", nowSeconds - DAY - 60));
+    await everyJwtRoute(t, app, bearer(expired), "exp in the past");
+  });
+
+  t.test("4.1 the JWT is checked before the body is read", async (t) => {
+    const app = await build(t);
+    const malformed = await app.inject({
+      method: "POST",
+      url: "/v2/create_events",
+      headers: { "content-type": "application/json", authorization: "Bearer garbage" },
+      payload: "{not json",
+    });
+    is401(t, malformed, BAD_JWT, "bad JWT, malformed JSON");
+    const notJson = await app.inject({
+      method: "POST",
+      url: "/v2/update_session",
+      headers: { "content-type": "text/plain" },
+      payload: "hello",
+    });
+    is401(t, notJson, BAD_JWT, "no JWT, text/plain body");
+    is401(t, await post(app, "/v2/create_agent", {}, bearer("garbage")), BAD_JWT, "bad JWT, body without id");
+  });
+});
+
+t.test("4.2 API key headers, and session calls judged by the JWT alone", async (t) => {
+  t.test("4.2 X-Agentmon-Api-Key is accepted on every API-key route", async (t) => {
+    const app = await build(t);
+    await app.session("existing");
+    for (const [url, body] of KEY_ROUTES) {
+      const id = url === "/v2/reauthorize_jwt" ? "existing" : `agentmon-${url}`;
+      const res = await post(app, url, body(id), { "X-Agentmon-Api-Key": API_KEY });
+      t.equal(res.statusCode, 200, `${url}: ${res.body}`);
+      t.type(res.json().jwt, "string", `${url}: a JWT`);
+    }
+  });
+
+  t.test("4.2 X-Agentops-Api-Key is accepted on every API-key route", async (t) => {
+    const app = await build(t);
+    await app.session("existing");
+    for (const [url, body] of KEY_ROUTES) {
+      const id = url === "/v2/reauthorize_jwt" ? "existing" : `agentops-${url}`;
+      const res = await post(app, url, body(id), { "X-Agentops-Api-Key": API_KEY });
+      t.equal(res.statusCode, 200, `${url}: ${res.body}`);
+      t.type(res.json().jwt, "string", `${url}: a JWT`);
+    }
+    const created = await app.store.getSession("agentops-/v2/create_session");
+    t.equal(created?.project_id, (await keyRecord(app.store, API_KEY)).project_id, "in the key's project");
+  });
+
+  t.test("4.2 the JWT from an X-Agentops-Api-Key session works on every JWT route", async (t) => {
+    const app = await build(t);
+    const res = await post(app, "/v2/create_session", { session: { id: "s1" } }, { "x-agentops-api-key": API_KEY });
+    await everyJwtRouteOk(t, app, res.json().jwt, "JWT from an agentops-header session");
+  });
+
+  t.test("4.2 when both headers are sent, X-Agentmon-Api-Key is the one checked", async (t) => {
+    const app = await build(t);
+    const good = await post(
+      app,
+      "/v2/create_session",
+      { session: { id: "both-good" } },
+      { "x-agentmon-api-key": API_KEY, "x-agentops-api-key": UNKNOWN_KEY },
+    );
+    t.equal(good.statusCode, 200, good.body);
+    const bad = await post(
+      app,
+      "/v2/create_session",
+      { session: { id: "both-bad" } },
+      { "x-agentmon-api-key": UNKNOWN_KEY, "x-agentops-api-key": API_KEY },
+    );
+    is401(t, bad, BAD_KEY, "bad agentmon header, good agentops header");
+  });
+
+  t.test("4.2 session calls carrying an invalid API key and a valid JWT are judged by the JWT: 200", async (t) => {
+    const app = await build(t);
+    const jwt = await app.session("s1");
+    await everyJwtRouteOk(t, app, jwt, "malformed X-Agentmon-Api-Key", { "x-agentmon-api-key": "not-a-key" });
+    const jwt2 = await app.session("s2");
+    await everyJwtRouteOk(t, app, jwt2, "unknown X-Agentops-Api-Key", { "x-agentops-api-key": UNKNOWN_KEY });
+  });
+
+  t.test("4.2 session calls carrying a valid API key of another project and a valid JWT: 200", async (t) => {
+    const app = await build(t);
+    const jwt = await app.session("s1");
+    await everyJwtRouteOk(t, app, jwt, "other project's key", { "x-agentmon-api-key": OTHER_PROJECT_KEY });
+    const events = await app.store.listEvents("s1");
+    t.same(events.map((e) => e.id).sort(), ["e1", "e2"], "stored in the JWT's session");
+  });
+
+  t.test("4.2 session calls with a valid API key but no JWT: the JWT 401", async (t) => {
+    const app = await build(t);
+    await app.session("s1");
+    await everyJwtRoute(t, app, { "x-agentmon-api-key": API_KEY }, "valid key, no JWT");
+  });
+
+  t.test("4.2 session calls with a valid API key and a bad JWT: the JWT 401", async (t) => {
+    const app = await build(t);
+    await app.session("s1");
+    await everyJwtRoute(t, app, { "x-agentmon-api-key": API_KEY, ...bearer("garbage") }, "valid key, bad JWT");
+  });
+
+  t.test("4.2 invalid API keys sent on session calls are not counted as failed key checks", async (t) => {
+    const app = await build(t, { authFailLimit: 2, authFailWindowMs: 60_000 });
+    const jwt = await app.session("s1");
+    for (let i = 0; i < 3; i++) {
+      await everyJwtRouteOk(t, app, jwt, `round ${i}`, { "x-agentmon-api-key": UNKNOWN_KEY });
+    }
+    const res = await app.withKey("/v2/create_session", { session: { id: "s2" } });
+    t.equal(res.statusCode, 200, "the address is not rate limited");
+  });
+});
+
+t.test("4.3 API keys: UUIDs, stored only as hashes, revocable at once", async (t) => {
+  t.test("4.3 keys that are not UUID strings are refused", async (t) => {
+    const app = await build(t);
+    const shapes = [
+      "not-a-key",
+      API_KEY.replaceAll("-", ""),
+      `{${API_KEY}}`,
+      `${API_KEY}0`,
+      API_KEY.slice(0, 35),
+      hashApiKey(API_KEY),
+      `urn:uuid:${API_KEY}`,
+    ];
+    for (const shape of shapes) {
+      const res = await post(app, "/v2/create_session", { session: { id: "s1" } }, { "x-agentmon-api-key": shape });
+      is401(t, res, BAD_KEY, `key ${JSON.stringify(shape)}`);
+    }
+    t.equal(await app.store.getSession("s1"), undefined, "nothing stored");
+  });
+
+  t.test("4.3 the database keeps only hashes of the keys", async (t) => {
+    const dbPath = tempDb(t);
+    const app = await build(t, { dbPath });
+    const jwt = await app.session("s1", { tags: ["a"] });
+    await post(app, "/v2/create_session", { session: { id: "s2" } }, { "x-agentops-api-key": OTHER_PROJECT_KEY });
+    await app.withJwt("/v2/create_events", { events: [{ type: "llm", id: "e1" }] }, jwt);
+    await post(app, "/v2/reauthorize_jwt", { session_id: "s1" }, { "x-agentmon-api-key": API_KEY });
+
+    const db = openDb(dbPath);
+    t.teardown(() => db.close());
+    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[];
+    const cells: string[] = [];
+    for (const { name } of tables) {
+      for (const row of db.prepare(`SELECT * FROM "${name}"`).all() as Record<string, unknown>[]) {
+        for (const value of Object.values(row)) cells.push(String(value).toLowerCase());
+      }
+    }
+    t.ok(
+      cells.some((cell) => cell === "s1"),
+      "control: the scan sees the stored data",
+    );
+    for (const key of [API_KEY, OTHER_PROJECT_KEY]) {
+      const plain = key.toLowerCase();
+      t.notOk(
+        cells.some((cell) => cell.includes(plain) || cell.includes(plain.replaceAll("-", ""))),
+        `no row holds key ${keyPrefix(key)}…`,
+      );
+      const sha256 = createHash("sha256").update(plain).digest("hex");
+      t.ok(cells.includes(sha256), `the SHA-256 hash of key ${keyPrefix(key)}… is stored`);
+    }
+    const dir = join(dbPath, "..");
+    for (const file of readdirSync(dir)) {
+      const path = join(dir, file);
+      if (!existsSync(path)) continue;
+      const bytes = readFileSync(path);
+      for (const key of [API_KEY, OTHER_PROJECT_KEY]) {
+        t.notOk(bytes.includes(key), `${file} does not contain key ${keyPrefix(key)}… anywhere`);
+      }
+    }
+  });
+
+  t.test("4.3 a revoked key fails at once, and so do the JWTs issued through it", async (t) => {
+    const app = await build(t);
+    const jwt = await app.session("s1");
+    const reauthorized = await post(
+      app,
+      "/v2/reauthorize_jwt",
+      { session_id: "s1" },
+      { "x-agentmon-api-key": API_KEY },
+    );
+    const jwt2 = reauthorized.json().jwt as string;
+    const otherJwt = await app.session("o1", {}, OTHER_PROJECT_KEY);
+    await everyJwtRouteOk(t, app, jwt, "before revocation");
+
+    await app.store.revokeApiKey((await keyRecord(app.store, API_KEY)).id, new Date().toISOString());
+
+    for (const [url, body] of KEY_ROUTES) {
+      is401(t, await post(app, url, body("s1"), { "x-agentmon-api-key": API_KEY }), BAD_KEY, `revoked key on ${url}`);
+      is401(
+        t,
+        await post(app, url, body("s1"), { "x-agentops-api-key": API_KEY }),
+        BAD_KEY,
+        `revoked, agentops ${url}`,
+      );
+    }
+    await everyJwtRoute(t, app, bearer(jwt), "create_session JWT of the revoked key");
+    await everyJwtRoute(t, app, bearer(jwt2), "reauthorize_jwt JWT of the revoked key");
+    await everyJwtRouteOk(t, app, otherJwt, "another key's JWT");
+    const other = await app.withKey("/v2/create_session", { session: { id: "o2" } }, OTHER_PROJECT_KEY);
+    t.equal(other.statusCode, 200, "another key still works");
+  });
+
+  t.test("4.3 revoking through another connection to the database takes effect at once", async (t) => {
+    const dbPath = tempDb(t);
+    const app = await build(t, { dbPath });
+    const jwt = await app.session("s1");
+    const db = openDb(dbPath);
+    t.teardown(() => db.close());
+    db.prepare("UPDATE api_keys SET revoked_at = ? WHERE key_hash = ?").run(
+      new Date().toISOString(),
+      hashApiKey(API_KEY),
+    );
+    is401(t, await app.withKey("/v2/create_session", { session: { id: "s2" } }), BAD_KEY, "revoked key");
+    await everyJwtRoute(t, app, bearer(jwt), "JWT of the revoked key");
+  });
+
+  t.test("4.3 revoking one key of a project leaves the JWTs of its other keys working", async (t) => {
+    const app = await build(t);
+    const second = "44444444-4444-4444-8444-444444444444";
+    await app.store.createApiKey(hashApiKey(second), keyPrefix(second), "default", new Date().toISOString());
+    await app.session("s1");
+    const res = await post(app, "/v2/reauthorize_jwt", { session_id: "s1" }, { "x-agentmon-api-key": second });
+    t.equal(res.statusCode, 200, res.body);
+    const jwt = res.json().jwt as string;
+    t.equal(decode(jwt).claims.key_id, (await keyRecord(app.store, second)).id, "key_id names the second key");
+    await app.store.revokeApiKey((await keyRecord(app.store, API_KEY)).id, new Date().toISOString());
+    await everyJwtRouteOk(t, app, jwt, "JWT obtained through the unrevoked key");
+  });
+});
+
+t.test("4.4 JWTs: HS256, the claims, refusal of anything else, restart-proof", async (t) => {
+  t.test("4.4 the header is HS256/JWT and the claims are those of 4.4", async (t) => {
+    const app = await build(t, { now: () => T0 });
+    const res = await app.withKey("/v2/create_session", { session: { id: "s1" } });
+    const jwt = res.json().jwt as string;
+    const parts = jwt.split(".");
+    t.equal(parts.length, 3, "three parts");
+    const { header, claims } = decode(jwt);
+    t.strictSame(header, { alg: "HS256", typ: "JWT" }, "header");
+    const key = await keyRecord(app.store, API_KEY);
+    t.equal(claims.session_id, "s1", "session_id");
+    t.equal(claims.project_id, key.project_id, "project_id is the key's project");
+    t.equal(claims.key_id, key.id, "key_id is the id of the key");
+    t.not(claims.key_id, API_KEY, "key_id is not the key");
+    t.equal(claims.iat, Math.floor(T0 / 1000), "iat is the issue time in seconds");
+    t.equal(claims.exp, Math.floor(T0 / 1000) + 86400, "exp = iat + 24 h");
+    t.notOk(JSON.stringify(claims).toLowerCase().includes(API_KEY), "the key appears nowhere in the claims");
+    t.notOk(JSON.stringify(claims).includes(hashApiKey(API_KEY)), "nor its hash");
+    const signature = createHmac("sha256", JWT_SECRET).update(`${parts[0]}.${parts[1]}`).digest("base64url");
+    t.equal(parts[2], signature, "signed with HMAC-SHA256 under the configured secret");
+
+    const other = await app.withKey("/v2/create_session", { session: { id: "o1" } }, OTHER_PROJECT_KEY);
+    const otherClaims = decode(other.json().jwt).claims;
+    t.equal(otherClaims.project_id, (await keyRecord(app.store, OTHER_PROJECT_KEY)).project_id, "other project");
+    t.not(otherClaims.project_id, claims.project_id, "projects differ");
+  });
+
+  t.test("4.4 the create_session retry and reauthorize_jwt JWTs carry the same claims", async (t) => {
+    const app = await build(t, { now: () => T0 });
+    await app.session("s1");
+    const retry = await app.withKey("/v2/create_session", { session: { id: "s1" } });
+    const flat = await app.withKey("/create_session", { session_id: "f1" });
+    const reauth = await app.withKey("/v2/reauthorize_jwt", { session_id: "s1" });
+    const key = await keyRecord(app.store, API_KEY);
+    for (const [what, res, session] of [
+      ["retry", retry, "s1"],
+      ["unversioned", flat, "f1"],
+      ["reauthorize", reauth, "s1"],
+    ] as const) {
+      t.equal(res.statusCode, 200, `${what}: ${res.body}`);
+      const { header, claims } = decode(res.json().jwt);
+      t.strictSame(header, { alg: "HS256", typ: "JWT" }, `${what}: header`);
+      t.match(
+        claims,
+        { session_id: session, project_id: key.project_id, key_id: key.id, iat: 1_800_000_000, exp: 1_800_086_400 },
+        `${what}: claims`,
+      );
+    }
+  });
+
+  t.test("4.4 control: a hand-made HS256 token with valid claims is accepted", async (t) => {
+    const app = await build(t);
+    await app.session("s1");
+    const token = craft({ alg: "HS256", typ: "JWT" }, await claimsFor(app.store, "s1", Math.floor(Date.now() / 1000)));
+    await everyJwtRouteOk(t, app, token, "hand-made HS256");
+  });
+
+  t.test("4.4 alg none is refused", async (t) => {
+    const app = await build(t);
+    await app.session("s1");
+    const claims = await claimsFor(app.store, "s1", Math.floor(Date.now() / 1000));
+    const unsigned = `${b64({ alg: "none", typ: "JWT" })}.${b64(claims)}.`;
+    await everyJwtRoute(t, app, bearer(unsigned), "alg none, no signature");
+    await everyJwtRoute(t, app, bearer(`${b64({ alg: "none" })}.${b64(claims)}`), "alg none, two parts");
+    await everyJwtRoute(t, app, bearer(craft({ alg: "none", typ: "JWT" }, claims)), "alg none, HS256 signature");
+    await everyJwtRoute(t, app, bearer(craft({ alg: "None", typ: "JWT" }, claims)), "alg None");
+    await everyJwtRoute(t, app, bearer(craft({ typ: "JWT" }, claims)), "no alg");
+  });
+
+  t.test("4.4 HS512 and RS256 headers are refused", async (t) => {
+    const app = await build(t);
+    await app.session("s1");
+    const claims = await claimsFor(app.store, "s1", Math.floor(Date.now() / 1000));
+    await everyJwtRoute(t, app, bearer(craft({ alg: "HS512", typ: "JWT" }, claims, JWT_SECRET, "sha512")), "HS512");
+    await everyJwtRoute(t, app, bearer(craft({ alg: "HS512", typ: "JWT" }, claims)), "HS512 header, HS256 signature");
+    await everyJwtRoute(t, app, bearer(craft({ alg: "HS384", typ: "JWT" }, claims, JWT_SECRET, "sha384")), "HS384");
+    await everyJwtRoute(t, app, bearer(craft({ alg: "RS256", typ: "JWT" }, claims)), "RS256 header, HMAC signature");
+  });
+
+  t.test("4.4 a token signed with another secret is refused", async (t) => {
+    const app = await build(t);
+    await app.session("s1");
+    const claims = await claimsFor(app.store, "s1", Math.floor(Date.now() / 1000));
+    const forged = craft({ alg: "HS256", typ: "JWT" }, claims, "another-secret-another-secret-another");
+    await everyJwtRoute(t, app, bearer(forged), "another secret");
+    await everyJwtRoute(t, app, bearer(craft({ alg: "HS256", typ: "JWT" }, claims, "")), "empty secret");
+  });
+
+  t.test("4.4 a JWT issued by an app with another secret is refused on the same database", async (t) => {
+    const dbPath = tempDb(t);
+    const first = await build(t, { dbPath, jwtSecret: "first-secret-first-secret-first-secret" });
+    const jwt = await first.session("s1");
+    const second = await build(t, { dbPath });
+    await everyJwtRoute(t, second, bearer(jwt), "JWT signed under another secret");
+  });
+
+  t.test("4.4 a tampered token is refused", async (t) => {
+    const app = await build(t);
+    const jwt = await app.session("s1");
+    await app.session("s2");
+    const [header = "", payload = "", signature = ""] = jwt.split(".");
+    const claims = decode(jwt).claims;
+    const swapped = `${header}.${b64({ ...claims, session_id: "s2" })}.${signature}`;
+    await everyJwtRoute(t, app, bearer(swapped), "session_id changed");
+    const extended = `${header}.${b64({ ...claims, exp: Number(claims.exp) + DAY })}.${signature}`;
+    await everyJwtRoute(t, app, bearer(extended), "exp changed");
+    const flipped = signature.startsWith("A") ? `B${signature.slice(1)}` : `A${signature.slice(1)}`;
+    await everyJwtRoute(t, app, bearer(`${header}.${payload}.${flipped}`), "signature changed");
+    await everyJwtRoute(t, app, bearer(`${header}.${payload}`), "signature removed");
+    await everyJwtRoute(t, app, bearer(`${jwt}x`), "a character appended");
+    const reheaded = `${b64({ alg: "HS256", typ: "JWT", kid: "x" })}.${payload}.${signature}`;
+    await everyJwtRoute(t, app, bearer(reheaded), "header changed");
+  });
+
+  t.test("4.4 a JWT whose project or key claims do not match its key is refused", async (t) => {
+    const app = await build(t);
+    await app.session("s1");
+    const claims = await claimsFor(app.store, "s1", Math.floor(Date.now() / 1000));
+    const other = await keyRecord(app.store, OTHER_PROJECT_KEY);
+    const wrongProject = craft({ alg: "HS256", typ: "JWT" }, { ...claims, project_id: other.project_id });
+    await everyJwtRoute(t, app, bearer(wrongProject), "project of another key");
+    const unknownKey = craft({ alg: "HS256", typ: "JWT" }, { ...claims, key_id: "no-such-key" });
+    await everyJwtRoute(t, app, bearer(unknownKey), "unknown key_id");
+  });
+
+  t.test("4.4 a JWT of session A used with a body naming session B: 403", async (t) => {
+    const app = await build(t);
+    const jwtA = await app.session("A");
+    await app.session("B");
+    const cases: [string, unknown][] = [
+      ["/v2/update_session", { session: { id: "B", end_state: "Fail" } }],
+      ["/v2/update_session", { session: { session_id: "B", end_state: "Fail" } }],
+      ["/v2/create_events", { events: [{ type: "llm", id: "x1", session_id: "B" }] }],
+      [
+        "/create_events",
+        {
+          events: [
+            { type: "llm", id: "x2" },
+            { type: "tool", id: "x3", session_id: "B" },
+          ],
+        },
+      ],
+      ["/v2/create_agent", { id: "agent-x", name: "intruder", session_id: "B" }],
+    ];
+    for (const [url, body] of cases) {
+      const res = await app.withJwt(url, body, jwtA);
+      t.equal(res.statusCode, 403, `${url} ${JSON.stringify(body)}: ${res.body}`);
+      t.equal(res.json().error, "Forbidden", `${url}: error`);
+      t.type(res.json().message, "string", `${url}: message`);
+      t.ok(leaksNothing(res.body), `${url}: nothing internal`);
+    }
+    const b = await app.store.getSession("B");
+    t.equal(b?.end_state, null, "session B unchanged");
+    t.same(await app.store.listEvents("B"), [], "no events in B");
+    t.same(await app.store.listEvents("A"), [], "none in A either (atomic)");
+    t.same(await app.store.listAgents("B"), [], "no agents in B");
+    t.same(await app.store.listAgents("A"), [], "none in A");
+  });
+
+  t.test("4.4 a JWT of another project's session naming a session of this project: 403, nothing written", async (t) => {
+    const app = await build(t);
+    await app.session("mine");
+    const foreign = await app.session("theirs", {}, OTHER_PROJECT_KEY);
+    const res = await app.withJwt("/v2/update_session", { session: { id: "mine", end_state: "Fail" } }, foreign);
+    t.equal(res.statusCode, 403, res.body);
+    t.equal((await app.store.getSession("mine"))?.end_state, null, "unchanged");
+  });
+
+  t.test("4.4 a JWT issued before a restart still works after it (same database, same secret)", async (t) => {
+    const dbPath = tempDb(t);
+    const first = await build(t, { dbPath });
+    const jwt = await first.session("s1");
+    await first.app.close();
+    const second = await build(t, { dbPath });
+    await everyJwtRouteOk(t, second, jwt, "after the restart");
+    t.equal((await second.store.listEvents("s1")).length, 2, "the events are stored");
+  });
+});
+
+t.test("4.5 reauthorize_jwt", async (t) => {
+  t.test("4.5 answers {status, jwt} and the JWT works", async (t) => {
+    const app = await build(t);
+    await app.session("s1");
+    const res = await app.withKey("/v2/reauthorize_jwt", { session_id: "s1" });
+    t.equal(res.statusCode, 200, res.body);
+    const body = res.json();
+    t.strictSame(Object.keys(body).sort(), ["jwt", "status"], "exactly status and jwt");
+    t.equal(body.status, "success");
+    t.equal(decode(body.jwt).claims.session_id, "s1", "for the session asked");
+    await everyJwtRouteOk(t, app, body.jwt, "reauthorized JWT");
+  });
+
+  t.test("4.5 renews an expired JWT", async (t) => {
+    let clock = T0;
+    const app = await build(t, { now: () => clock });
+    const old = await app.session("s1");
+    clock += (DAY + 1) * 1000;
+    await everyJwtRoute(t, app, bearer(old), "the expired JWT");
+    const res = await app.withKey("/v2/reauthorize_jwt", { session_id: "s1" });
+    t.equal(res.statusCode, 200, res.body);
+    const fresh = res.json().jwt as string;
+    t.equal(decode(fresh).claims.iat, Math.floor(clock / 1000), "issued now");
+    t.equal(decode(fresh).claims.exp, Math.floor(clock / 1000) + DAY, "valid 24 h from now");
+    await everyJwtRouteOk(t, app, fresh, "the renewed JWT");
+  });
+
+  t.test("4.5 works with X-Agentops-Api-Key", async (t) => {
+    const app = await build(t);
+    await app.session("s1");
+    const res = await post(app, "/v2/reauthorize_jwt", { session_id: "s1" }, { "x-agentops-api-key": API_KEY });
+    t.equal(res.statusCode, 200, res.body);
+    await everyJwtRouteOk(t, app, res.json().jwt, "agentops-header JWT");
+  });
+
+  t.test("4.5 a session of another project: 404", async (t) => {
+    const app = await build(t);
+    await app.session("s1");
+    await app.session("o1", {}, OTHER_PROJECT_KEY);
+    for (const [key, id] of [
+      [OTHER_PROJECT_KEY, "s1"],
+      [API_KEY, "o1"],
+    ] as const) {
+      const res = await app.withKey("/v2/reauthorize_jwt", { session_id: id }, key);
+      t.equal(res.statusCode, 404, `${id}: ${res.body}`);
+      t.equal(res.json().error, "Not found", `${id}: error`);
+      t.type(res.json().message, "string", `${id}: message`);
+      t.notOk("jwt" in res.json(), `${id}: no JWT`);
+    }
+  });
+
+  t.test("4.5 an unknown session: 404", async (t) => {
+    const app = await build(t);
+    const res = await app.withKey("/v2/reauthorize_jwt", { session_id: "never-created" });
+    t.equal(res.statusCode, 404, res.body);
+    t.equal(res.json().error, "Not found");
+    t.type(res.json().message, "string");
+  });
+
+  t.test("4.5 a missing session_id: 400 with details", async (t) => {
+    const app = await build(t);
+    await app.session("s1");
+    for (const body of [{}, { id: "s1" }, { session_id: null }, { session_id: 42 }]) {
+      const res = await app.withKey("/v2/reauthorize_jwt", body);
+      t.equal(res.statusCode, 400, `${JSON.stringify(body)}: ${res.body}`);
+      const json = res.json();
+      t.type(json.error, "string", "error");
+      t.type(json.message, "string", "message");
+      t.ok(Array.isArray(json.details) && json.details.length > 0, "details");
+      t.match(JSON.stringify(json.details), /session_id/, "details name session_id");
+    }
+  });
+
+  t.test("4.5 a bad or missing API key: 401", async (t) => {
+    const app = await build(t);
+    const jwt = await app.session("s1");
+    for (const headers of [
+      {},
+      { "x-agentmon-api-key": "not-a-key" },
+      { "x-agentmon-api-key": UNKNOWN_KEY },
+      { "x-agentops-api-key": UNKNOWN_KEY },
+      bearer(jwt),
+    ]) {
+      const res = await post(app, "/v2/reauthorize_jwt", { session_id: "s1" }, headers);
+      is401(t, res, BAD_KEY, `headers ${Object.keys(headers).join(", ") || "none"}`);
+    }
+  });
+});
+
+t.test("4.6 failed API key checks are rate limited per client address", async (t) => {
+  t.test("4.6 after the limit even a valid key gets 429 with Retry-After until the window passes", async (t) => {
+    let clock = T0;
+    const app = await build(t, { authFailLimit: 3, authFailWindowMs: 60_000, now: () => clock });
+    const from = "10.0.0.1";
+    const failures: Record<string, string>[] = [
+      {},
+      { "x-agentmon-api-key": "not-a-key" },
+      { "x-agentmon-api-key": UNKNOWN_KEY },
+    ];
+    for (const [i, headers] of failures.entries()) {
+      const res = await post(app, "/v2/create_session", { session: { id: `f${i}` } }, headers, from);
+      is401(t, res, BAD_KEY, `failure ${i + 1}`);
+    }
+    const ok = { "x-agentmon-api-key": API_KEY };
+    for (const [url, body] of KEY_ROUTES) {
+      const res = await post(app, url, body("limited"), ok, from);
+      t.equal(res.statusCode, 429, `valid key on ${url} is refused`);
+      const retryAfter = res.headers["retry-after"];
+      t.match(retryAfter, /^\d+$/, `${url}: Retry-After is whole seconds`);
+      t.ok(Number(retryAfter) >= 1 && Number(retryAfter) <= 60, `${url}: Retry-After ${retryAfter} within the window`);
+      t.match(res.headers["content-type"], /^application\/json/);
+      const json = res.json();
+      t.strictSame(Object.keys(json).sort(), ["error", "message"], `${url}: error and message`);
+      t.equal(json.error, "Too many requests");
+      t.type(json.message, "string");
+      t.ok(json.message.length > 0, "message is not empty");
+    }
+    t.equal(await app.store.getSession("limited"), undefined, "nothing stored while limited");
+    const badWhileLimited = await post(app, "/v2/create_session", { session: { id: "x" } }, {}, from);
+    t.equal(badWhileLimited.statusCode, 429, "a missing key while limited: 429 too");
+
+    const elsewhere = await post(app, "/v2/create_session", { session: { id: "elsewhere" } }, ok, "10.0.0.2");
+    t.equal(elsewhere.statusCode, 200, "another address is not affected");
+    const elsewhereBad = await post(app, "/v2/create_session", { session: { id: "x" } }, {}, "10.0.0.2");
+    is401(t, elsewhereBad, BAD_KEY, "another address still gets 401, not 429");
+
+    clock = T0 + 59_000;
+    const stillLimited = await post(app, "/v2/create_session", { session: { id: "late" } }, ok, from);
+    t.equal(stillLimited.statusCode, 429, "still limited 59 s in");
+    t.match(stillLimited.headers["retry-after"], /^\d+$/);
+    t.ok(Number(stillLimited.headers["retry-after"]) >= 1, "Retry-After at least 1");
+
+    clock = T0 + 61_000;
+    const again = await post(app, "/v2/create_session", { session: { id: "again" } }, ok, from);
+    t.equal(again.statusCode, 200, `after the window the valid key works: ${again.body}`);
+    const retried = await post(app, "/v2/reauthorize_jwt", { session_id: "again" }, ok, from);
+    t.equal(retried.statusCode, 200, "reauthorize_jwt works too");
+  });
+
+  t.test("4.6 JWT calls from a limited address are not refused", async (t) => {
+    const app = await build(t, { authFailLimit: 3, authFailWindowMs: 60_000 });
+    const from = "10.0.0.3";
+    const created = await post(app, "/v2/create_session", { session: { id: "s1" } }, { "x-agentmon-api-key": API_KEY });
+    const jwt = created.json().jwt as string;
+    for (let i = 0; i < 3; i++) {
+      await post(app, "/v2/create_session", { session: { id: "x" } }, { "x-agentmon-api-key": UNKNOWN_KEY }, from);
+    }
+    const limited = await post(
+      app,
+      "/v2/create_session",
+      { session: { id: "y" } },
+      { "x-agentmon-api-key": API_KEY },
+      from,
+    );
+    t.equal(limited.statusCode, 429, "the address is limited");
+    for (const [url, body] of JWT_ROUTES) {
+      const res = await post(app, url, body, bearer(jwt), from);
+      t.equal(res.statusCode, 200, `${url} with a JWT: ${res.body}`);
+    }
+  });
+
+  t.test("4.6 defaults: 20 failures within 60 s", async (t) => {
+    let clock = T0;
+    const app = await build(t, { now: () => clock });
+    const ok = { "x-agentmon-api-key": API_KEY };
+    const bad = { "x-agentmon-api-key": UNKNOWN_KEY };
+    const from = "10.0.1.1";
+    for (let i = 1; i <= 19; i++) {
+      clock = T0 + i * 1000;
+      is401(t, await post(app, "/v2/create_session", { session: { id: "x" } }, bad, from), BAD_KEY, `failure ${i}`);
+    }
+    const after19 = await post(app, "/v2/create_session", { session: { id: "after-19" } }, ok, from);
+    t.equal(after19.statusCode, 200, "19 failures: not limited yet");
+    clock = T0 + 20_000;
+    is401(t, await post(app, "/v2/create_session", { session: { id: "x" } }, {}, from), BAD_KEY, "failure 20 (no key)");
+    const after20 = await post(app, "/v2/create_session", { session: { id: "after-20" } }, ok, from);
+    t.equal(after20.statusCode, 429, "20 failures: limited");
+    const wait = Number(after20.headers["retry-after"]);
+    t.ok(Number.isInteger(wait) && wait >= 1 && wait <= 60, `Retry-After ${after20.headers["retry-after"]}`);
+    t.equal(after20.json().error, "Too many requests");
+
+    const elsewhere = await post(app, "/v2/create_session", { session: { id: "elsewhere" } }, ok, "10.0.1.2");
+    t.equal(elsewhere.statusCode, 200, "another address is not affected");
+
+    // Past the window of the last failure too, so fixed and sliding windows agree.
+    clock = T0 + 20_000 + 60_000 + 1;
+    const later = await post(app, "/v2/create_session", { session: { id: "later" } }, ok, from);
+    t.equal(later.statusCode, 200, `once 60 s have passed since every failure: ${later.body}`);
+  });
+
+  t.test("4.6 a client cannot escape the limit by sending X-Forwarded-For", async (t) => {
+    const app = await build(t, { authFailLimit: 3, authFailWindowMs: 60_000 });
+    const from = "10.0.3.1";
+    const bad = { "x-agentmon-api-key": UNKNOWN_KEY };
+    for (let i = 0; i < 3; i++) {
+      const headers = { ...bad, "x-forwarded-for": `192.0.2.${i}` };
+      is401(t, await post(app, "/v2/create_session", { session: { id: "x" } }, headers, from), BAD_KEY, `failure ${i}`);
+    }
+    const headers = { "x-agentmon-api-key": API_KEY, "x-forwarded-for": "192.0.2.99" };
+    const res = await post(app, "/v2/create_session", { session: { id: "s1" } }, headers, from);
+    t.equal(res.statusCode, 429, "still limited under a new forwarded address");
+  });
+
+  t.test("4.6 failures spread beyond the window do not add up", async (t) => {
+    let clock = T0;
+    const app = await build(t, { authFailLimit: 3, authFailWindowMs: 60_000, now: () => clock });
+    const from = "10.0.2.1";
+    const bad = { "x-agentmon-api-key": UNKNOWN_KEY };
+    for (let i = 0; i < 6; i++) {
+      clock = T0 + i * 61_000;
+      is401(t, await post(app, "/v2/create_session", { session: { id: "x" } }, bad, from), BAD_KEY, `failure ${i}`);
+    }
+    const res = await post(
+      app,
+      "/v2/create_session",
+      { session: { id: "ok" } },
+      { "x-agentmon-api-key": API_KEY },
+      from,
+    );
+    t.equal(res.statusCode, 200, "one failure a window never reaches the limit");
+  });
+});
