@@ -147,21 +147,20 @@ const BAG_FIELDS = [
   "trigger_event_type",
 ] as const;
 
+/** Named fields stored in columns of their own (see db/migrations). */
+const COLUMN_FIELDS = ["end_timestamp", "agent_id", "model", "prompt_tokens", "completion_tokens", "cost"] as const;
+
+/** Named fields copied as given into EventInput.fields (aliases are resolved later, by kind). */
+const VALUE_FIELDS: readonly string[] = [...BAG_FIELDS, ...COLUMN_FIELDS, "tool_name"];
+
 const EVENT_FIELDS = new Set<string>([
-  ...BAG_FIELDS,
+  ...VALUE_FIELDS,
   "id",
   "type",
   "event_type",
   "init_timestamp",
   "timestamp",
-  "end_timestamp",
-  "agent_id",
   "session_id",
-  "model",
-  "prompt_tokens",
-  "completion_tokens",
-  "cost",
-  "tool_name",
 ]);
 
 const EVENT_UPDATE_FIELDS = new Set([...EVENT_FIELDS, "event_id"]);
@@ -196,16 +195,7 @@ export function readEvent(raw: Raw, path: string, errors: ErrorDetail[], idKey: 
   const extra = unknownFields(raw, idKey === "event_id" ? EVENT_UPDATE_FIELDS : EVENT_FIELDS);
 
   const fields: JsonObject = {};
-  for (const key of [
-    ...BAG_FIELDS,
-    "end_timestamp",
-    "agent_id",
-    "model",
-    "prompt_tokens",
-    "completion_tokens",
-    "cost",
-    "tool_name",
-  ]) {
+  for (const key of VALUE_FIELDS) {
     if (given(raw[key])) fields[key] = raw[key];
   }
   const end = timestamp(raw.end_timestamp);
@@ -263,8 +253,6 @@ function resolveAliases(kind: Kind, input: EventInput): EventInput {
   }
   return { ...input, fields, extra, aliases };
 }
-
-const COLUMN_FIELDS = ["end_timestamp", "agent_id", "model", "prompt_tokens", "completion_tokens", "cost"] as const;
 
 function withFields(event: EventRecord, fields: JsonObject): EventRecord {
   const next: EventRecord = { ...event, fields: { ...event.fields } };
