@@ -79,7 +79,9 @@ function toApiError(err: unknown, bodyLimit: number): ApiError {
   if (err instanceof ApiError) return err;
   const e = err as { code?: string; statusCode?: number; validation?: AjvError[]; message?: string };
   if (e.validation) return invalidRequest(detailsFromAjv(e.validation));
-  if (e.code !== undefined && STORAGE_DOWN.test(e.code)) {
+  // better-sqlite3 says this (a TypeError, no code) once the connection is closed, e.g. while stopping.
+  const closed = err instanceof TypeError && e.message === "The database connection is not open";
+  if (closed || (e.code !== undefined && STORAGE_DOWN.test(e.code))) {
     return serviceUnavailable("Storage is unavailable right now; nothing was stored", 5);
   }
   switch (e.code) {
