@@ -398,12 +398,15 @@ export interface components {
             token_cost: string;
             session_url: string;
         };
-        /** @description A chat message. Other keys (`name`, `tool_calls`, ...) are kept. */
+        /**
+         * @description A chat message: `role` is required; `content` is usually a string, and may be left out (an
+         *     assistant message that only calls tools). Other keys (`name`, `tool_calls`, ...) are kept.
+         */
         Message: {
             /** @example user */
             role: string;
             /** @description Usually a string; any JSON value is kept (content parts, `null` with tool calls). */
-            content: unknown;
+            content?: unknown;
         } & {
             [key: string]: unknown;
         };
@@ -437,11 +440,11 @@ export interface components {
             model?: string | null;
             /** @description A string, or an array of chat messages. */
             prompt?: string | components["schemas"]["Message"][] | null;
-            /** @description A string, or one chat message. */
+            /** @description A string, or one chat message (`role` required, as in `Message`). */
             completion?: string | ({
                 role: string;
                 /** @description Any JSON value. */
-                content: unknown;
+                content?: unknown;
             } & {
                 [key: string]: unknown;
             }) | null;
@@ -469,7 +472,7 @@ export interface components {
             code?: string | number | null;
             /** @description Error details. Any JSON value. */
             details?: unknown;
-            trigger_event_id?: string | null;
+            trigger_event_id?: components["schemas"]["NullableId"];
             trigger_event_type?: string | null;
         } & {
             [key: string]: unknown;
