@@ -3,29 +3,31 @@
  * through the real app on real SQLite.
  */
 import { createHash, createHmac } from "node:crypto";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { LightMyRequestResponse } from "fastify";
-import t from "tap";
+import t, { type Test } from "tap";
 import { openDb } from "../db/sqlite.ts";
 import type { ApiKeyRecord, Store } from "../db/store.ts";
 import { hashApiKey, keyPrefix } from "../lib/auth.ts";
-import { API_KEY, build, JWT_SECRET, leaksNothing, OTHER_PROJECT_KEY, type TestApp } from "./helper.ts";
-
-/** The type of the `t` a subtest callback gets. */
-type Test = Parameters<Parameters<typeof t.test>[0]>[0];
-
-const BAD_KEY = { error: "Invalid API key", message: "Please check your API key and try again" };
-const BAD_JWT = {
-  error: "Invalid or expired JWT",
-  message: "Please reauthorize using the /v2/reauthorize_jwt endpoint",
-};
+import {
+  API_KEY,
+  build,
+  decodeJwt,
+  type ErrorBody,
+  INVALID_API_KEY,
+  INVALID_JWT,
+  JWT_SECRET,
+  leaksNothing,
+  OTHER_PROJECT_KEY,
+  type TestApp,
+  tempDir,
+  UNKNOWN_KEY,
+} from "./helper.ts";
 
 const DAY = 24 * 60 * 60;
 /** A fixed clock, in milliseconds (2027-01-15T08:00:00.500Z). */
 const T0 = 1_800_000_000_500;
-const UNKNOWN_KEY = "33333333-3333-4333-8333-333333333333";
 
 /** The API-key routes, each with a body that would succeed given a good key. */
 const KEY_ROUTES: [string, (id: string) => unknown][] = [
@@ -43,29 +45,10 @@ const JWT_ROUTES: [string, unknown][] = [
   ["/v2/create_agent", { id: "agent-1", name: "planner" }],
 ];
 
-function post(
-  app: TestApp,
-  url: string,
-  body: unknown,
-  headers: Record<string, string> = {},
-  remoteAddress?: string,
-): Promise<LightMyRequestResponse> {
-  return app.inject({
-    method: "POST",
-    url,
-    headers: { "content-type": "application/json", ...headers },
-    payload: JSON.stringify(body),
-    ...(remoteAddress === undefined ? {} : { remoteAddress }),
-  });
-}
-
 const bearer = (jwt: string) => ({ authorization: `Bearer ${jwt}` });
 
-function tempDb(t: Test): string {
-  const dir = mkdtempSync(join(tmpdir(), "agentmon-auth-"));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  return join(dir, "agentmon.db");
-}
+/** A database file in a temporary directory that is removed when the test ends. */
+const tempDb = (t: Test) => join(tempDir(t), "agentmon.db");
 
 const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url");
 
@@ -73,14 +56,6 @@ const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("bas
 function craft(header: unknown, claims: unknown, secret = JWT_SECRET, hash = "sha256"): string {
   const input = `${b64(header)}.${b64(claims)}`;
   return `${input}.${createHmac(hash, secret).update(input).digest("base64url")}`;
-}
-
-function decode(jwt: string): { header: Record<string, unknown>; claims: Record<string, unknown> } {
-  const [header = "", claims = ""] = jwt.split(".");
-  return {
-    header: JSON.parse(Buffer.from(header, "base64url").toString("utf8")),
-    claims: JSON.parse(Buffer.from(claims, "base64url").toString("utf8")),
-  };
 }
 
 async function keyRecord(store: Store, key: string): Promise<ApiKeyRecord> {
@@ -101,23 +76,44 @@ async function claimsFor(store: Store, sessionId: string, nowSeconds: number) {
   };
 }
 
-function is401(t: Test, res: LightMyRequestResponse, body: typeof BAD_KEY, what: string) {
+function is401(t: Test, res: LightMyRequestResponse, body: ErrorBody, what: string) {
   t.equal(res.statusCode, 401, `${what}: 401`);
   t.match(res.headers["content-type"], /^application\/json/, `${what}: JSON`);
   t.strictSame(res.json(), body, `${what}: exact body`);
 }
 
+/** Every API-key route, asked about the session "existing", answers the API key 401 with the headers given. */
+async function everyKeyRoute(t: Test, app: TestApp, headers: Record<string, string>, what: string) {
+  for (const [url, body] of KEY_ROUTES) {
+    is401(t, await app.post(url, body("existing"), headers), INVALID_API_KEY, `${what} on ${url}`);
+  }
+}
+
 /** Every JWT route answers the JWT 401, body exact, with the headers given. */
 async function everyJwtRoute(t: Test, app: TestApp, headers: Record<string, string>, what: string) {
-  for (const [url, body] of JWT_ROUTES) is401(t, await post(app, url, body, headers), BAD_JWT, `${what} on ${url}`);
+  for (const [url, body] of JWT_ROUTES) is401(t, await app.post(url, body, headers), INVALID_JWT, `${what} on ${url}`);
 }
 
 /** Every JWT route answers 200 with this JWT (and the extra headers). */
 async function everyJwtRouteOk(t: Test, app: TestApp, jwt: string, what: string, extra: Record<string, string> = {}) {
   for (const [url, body] of JWT_ROUTES) {
-    const res = await post(app, url, body, { ...extra, ...bearer(jwt) });
+    const res = await app.post(url, body, { ...extra, ...bearer(jwt) });
     t.equal(res.statusCode, 200, `${what} on ${url}: ${res.body}`);
     t.equal(res.json().status, "success", `${what} on ${url}: success`);
+  }
+}
+
+/**
+ * Every API-key route answers 200 and a JWT with API_KEY sent under `header`; the sessions it
+ * creates are named `${prefix}-${url}`, and reauthorize_jwt asks for an existing session.
+ */
+async function everyKeyRouteOk(t: Test, app: TestApp, header: string, prefix: string) {
+  await app.session("existing");
+  for (const [url, body] of KEY_ROUTES) {
+    const id = url === "/v2/reauthorize_jwt" ? "existing" : `${prefix}-${url}`;
+    const res = await app.post(url, body(id), { [header]: API_KEY });
+    t.equal(res.statusCode, 200, `${url}: ${res.body}`);
+    t.type(res.json().jwt, "string", `${url}: a JWT`);
   }
 }
 
@@ -125,34 +121,26 @@ t.test("4.1 bad or missing API key or JWT: 401 with the exact bodies", async (t)
   t.test("4.1 a missing API key on every API-key route", async (t) => {
     const app = await build(t);
     await app.session("existing");
-    for (const [url, body] of KEY_ROUTES) {
-      is401(t, await post(app, url, body("existing")), BAD_KEY, `missing key on ${url}`);
-      is401(t, await post(app, url, body("existing"), { "x-agentmon-api-key": "" }), BAD_KEY, `empty key on ${url}`);
-    }
+    await everyKeyRoute(t, app, {}, "missing key");
+    await everyKeyRoute(t, app, { "x-agentmon-api-key": "" }, "empty key");
   });
 
   t.test("4.1 a malformed API key on every API-key route", async (t) => {
     const app = await build(t);
     await app.session("existing");
-    for (const [url, body] of KEY_ROUTES) {
-      const res = await post(app, url, body("existing"), { "x-agentmon-api-key": "not-a-key" });
-      is401(t, res, BAD_KEY, `malformed key on ${url}`);
-    }
+    await everyKeyRoute(t, app, { "x-agentmon-api-key": "not-a-key" }, "malformed key");
   });
 
   t.test("4.1 an unknown UUID API key on every API-key route", async (t) => {
     const app = await build(t);
     await app.session("existing");
-    for (const [url, body] of KEY_ROUTES) {
-      const res = await post(app, url, body("existing"), { "x-agentmon-api-key": UNKNOWN_KEY });
-      is401(t, res, BAD_KEY, `unknown key on ${url}`);
-    }
+    await everyKeyRoute(t, app, { "x-agentmon-api-key": UNKNOWN_KEY }, "unknown key");
   });
 
   t.test("4.1 a refused create_session stores nothing and hands out no JWT", async (t) => {
     const app = await build(t);
-    const res = await post(app, "/v2/create_session", { session: { id: "refused" } }, { "x-agentmon-api-key": "x" });
-    is401(t, res, BAD_KEY, "bad key");
+    const res = await app.post("/v2/create_session", { session: { id: "refused" } }, { "x-agentmon-api-key": "x" });
+    is401(t, res, INVALID_API_KEY, "bad key");
     t.equal(await app.store.getSession("refused"), undefined);
     t.notMatch(res.body, /jwt|eyJ/);
   });
@@ -165,16 +153,16 @@ t.test("4.1 bad or missing API key or JWT: 401 with the exact bodies", async (t)
       headers: { "content-type": "application/json" },
       payload: "{not json",
     });
-    is401(t, malformed, BAD_KEY, "missing key, malformed JSON");
+    is401(t, malformed, INVALID_API_KEY, "missing key, malformed JSON");
     const notJson = await app.inject({
       method: "POST",
       url: "/v2/create_session",
       headers: { "content-type": "text/plain", "x-agentmon-api-key": UNKNOWN_KEY },
       payload: "hello",
     });
-    is401(t, notJson, BAD_KEY, "unknown key, text/plain body");
-    const invalid = await post(app, "/v2/reauthorize_jwt", {}, { "x-agentmon-api-key": UNKNOWN_KEY });
-    is401(t, invalid, BAD_KEY, "unknown key, body without session_id");
+    is401(t, notJson, INVALID_API_KEY, "unknown key, text/plain body");
+    const invalid = await app.post("/v2/reauthorize_jwt", {}, { "x-agentmon-api-key": UNKNOWN_KEY });
+    is401(t, invalid, INVALID_API_KEY, "unknown key, body without session_id");
   });
 
   t.test("4.1 a missing JWT on every JWT route", async (t) => {
@@ -203,7 +191,7 @@ t.test("4.1 bad or missing API key or JWT: 401 with the exact bodies", async (t)
     const dbPath = tempDb(t);
     const first = await build(t, { dbPath, now: () => T0 });
     const jwt = await first.session("s1");
-    const { claims } = decode(jwt);
+    const { claims } = decodeJwt(jwt);
     t.equal(claims.exp, Math.floor(T0 / 1000) + DAY, "exp is 24 h after iat");
 
     const almost = await build(t, { dbPath, now: () => T0 + (DAY - 1) * 1000 });
@@ -231,65 +219,50 @@ t.test("4.1 bad or missing API key or JWT: 401 with the exact bodies", async (t)
       headers: { "content-type": "application/json", authorization: "Bearer garbage" },
       payload: "{not json",
     });
-    is401(t, malformed, BAD_JWT, "bad JWT, malformed JSON");
+    is401(t, malformed, INVALID_JWT, "bad JWT, malformed JSON");
     const notJson = await app.inject({
       method: "POST",
       url: "/v2/update_session",
       headers: { "content-type": "text/plain" },
       payload: "hello",
     });
-    is401(t, notJson, BAD_JWT, "no JWT, text/plain body");
-    is401(t, await post(app, "/v2/create_agent", {}, bearer("garbage")), BAD_JWT, "bad JWT, body without id");
+    is401(t, notJson, INVALID_JWT, "no JWT, text/plain body");
+    is401(t, await app.post("/v2/create_agent", {}, bearer("garbage")), INVALID_JWT, "bad JWT, body without id");
   });
 });
 
 t.test("4.2 API key headers, and session calls judged by the JWT alone", async (t) => {
   t.test("4.2 X-Agentmon-Api-Key is accepted on every API-key route", async (t) => {
-    const app = await build(t);
-    await app.session("existing");
-    for (const [url, body] of KEY_ROUTES) {
-      const id = url === "/v2/reauthorize_jwt" ? "existing" : `agentmon-${url}`;
-      const res = await post(app, url, body(id), { "X-Agentmon-Api-Key": API_KEY });
-      t.equal(res.statusCode, 200, `${url}: ${res.body}`);
-      t.type(res.json().jwt, "string", `${url}: a JWT`);
-    }
+    await everyKeyRouteOk(t, await build(t), "X-Agentmon-Api-Key", "agentmon");
   });
 
   t.test("4.2 X-Agentops-Api-Key is accepted on every API-key route", async (t) => {
     const app = await build(t);
-    await app.session("existing");
-    for (const [url, body] of KEY_ROUTES) {
-      const id = url === "/v2/reauthorize_jwt" ? "existing" : `agentops-${url}`;
-      const res = await post(app, url, body(id), { "X-Agentops-Api-Key": API_KEY });
-      t.equal(res.statusCode, 200, `${url}: ${res.body}`);
-      t.type(res.json().jwt, "string", `${url}: a JWT`);
-    }
+    await everyKeyRouteOk(t, app, "X-Agentops-Api-Key", "agentops");
     const created = await app.store.getSession("agentops-/v2/create_session");
     t.equal(created?.project_id, (await keyRecord(app.store, API_KEY)).project_id, "in the key's project");
   });
 
   t.test("4.2 the JWT from an X-Agentops-Api-Key session works on every JWT route", async (t) => {
     const app = await build(t);
-    const res = await post(app, "/v2/create_session", { session: { id: "s1" } }, { "x-agentops-api-key": API_KEY });
+    const res = await app.post("/v2/create_session", { session: { id: "s1" } }, { "x-agentops-api-key": API_KEY });
     await everyJwtRouteOk(t, app, res.json().jwt, "JWT from an agentops-header session");
   });
 
   t.test("4.2 when both headers are sent, X-Agentmon-Api-Key is the one checked", async (t) => {
     const app = await build(t);
-    const good = await post(
-      app,
+    const good = await app.post(
       "/v2/create_session",
       { session: { id: "both-good" } },
       { "x-agentmon-api-key": API_KEY, "x-agentops-api-key": UNKNOWN_KEY },
     );
     t.equal(good.statusCode, 200, good.body);
-    const bad = await post(
-      app,
+    const bad = await app.post(
       "/v2/create_session",
       { session: { id: "both-bad" } },
       { "x-agentmon-api-key": UNKNOWN_KEY, "x-agentops-api-key": API_KEY },
     );
-    is401(t, bad, BAD_KEY, "bad agentmon header, good agentops header");
+    is401(t, bad, INVALID_API_KEY, "bad agentmon header, good agentops header");
   });
 
   t.test("4.2 session calls carrying an invalid API key and a valid JWT are judged by the JWT: 200", async (t) => {
@@ -344,8 +317,8 @@ t.test("4.3 API keys: UUIDs, stored only as hashes, revocable at once", async (t
       `urn:uuid:${API_KEY}`,
     ];
     for (const shape of shapes) {
-      const res = await post(app, "/v2/create_session", { session: { id: "s1" } }, { "x-agentmon-api-key": shape });
-      is401(t, res, BAD_KEY, `key ${JSON.stringify(shape)}`);
+      const res = await app.post("/v2/create_session", { session: { id: "s1" } }, { "x-agentmon-api-key": shape });
+      is401(t, res, INVALID_API_KEY, `key ${JSON.stringify(shape)}`);
     }
     t.equal(await app.store.getSession("s1"), undefined, "nothing stored");
   });
@@ -354,9 +327,9 @@ t.test("4.3 API keys: UUIDs, stored only as hashes, revocable at once", async (t
     const dbPath = tempDb(t);
     const app = await build(t, { dbPath });
     const jwt = await app.session("s1", { tags: ["a"] });
-    await post(app, "/v2/create_session", { session: { id: "s2" } }, { "x-agentops-api-key": OTHER_PROJECT_KEY });
+    await app.post("/v2/create_session", { session: { id: "s2" } }, { "x-agentops-api-key": OTHER_PROJECT_KEY });
     await app.withJwt("/v2/create_events", { events: [{ type: "llm", id: "e1" }] }, jwt);
-    await post(app, "/v2/reauthorize_jwt", { session_id: "s1" }, { "x-agentmon-api-key": API_KEY });
+    await app.post("/v2/reauthorize_jwt", { session_id: "s1" }, { "x-agentmon-api-key": API_KEY });
 
     const db = openDb(dbPath);
     t.teardown(() => db.close());
@@ -394,12 +367,7 @@ t.test("4.3 API keys: UUIDs, stored only as hashes, revocable at once", async (t
   t.test("4.3 a revoked key fails at once, and so do the JWTs issued through it", async (t) => {
     const app = await build(t);
     const jwt = await app.session("s1");
-    const reauthorized = await post(
-      app,
-      "/v2/reauthorize_jwt",
-      { session_id: "s1" },
-      { "x-agentmon-api-key": API_KEY },
-    );
+    const reauthorized = await app.post("/v2/reauthorize_jwt", { session_id: "s1" }, { "x-agentmon-api-key": API_KEY });
     const jwt2 = reauthorized.json().jwt as string;
     const otherJwt = await app.session("o1", {}, OTHER_PROJECT_KEY);
     await everyJwtRouteOk(t, app, jwt, "before revocation");
@@ -407,13 +375,10 @@ t.test("4.3 API keys: UUIDs, stored only as hashes, revocable at once", async (t
     await app.store.revokeApiKey((await keyRecord(app.store, API_KEY)).id, new Date().toISOString());
 
     for (const [url, body] of KEY_ROUTES) {
-      is401(t, await post(app, url, body("s1"), { "x-agentmon-api-key": API_KEY }), BAD_KEY, `revoked key on ${url}`);
-      is401(
-        t,
-        await post(app, url, body("s1"), { "x-agentops-api-key": API_KEY }),
-        BAD_KEY,
-        `revoked, agentops ${url}`,
-      );
+      const agentmon = await app.post(url, body("s1"), { "x-agentmon-api-key": API_KEY });
+      is401(t, agentmon, INVALID_API_KEY, `revoked key on ${url}`);
+      const agentops = await app.post(url, body("s1"), { "x-agentops-api-key": API_KEY });
+      is401(t, agentops, INVALID_API_KEY, `revoked, agentops ${url}`);
     }
     await everyJwtRoute(t, app, bearer(jwt), "create_session JWT of the revoked key");
     await everyJwtRoute(t, app, bearer(jwt2), "reauthorize_jwt JWT of the revoked key");
@@ -432,7 +397,7 @@ t.test("4.3 API keys: UUIDs, stored only as hashes, revocable at once", async (t
       new Date().toISOString(),
       hashApiKey(API_KEY),
     );
-    is401(t, await app.withKey("/v2/create_session", { session: { id: "s2" } }), BAD_KEY, "revoked key");
+    is401(t, await app.withKey("/v2/create_session", { session: { id: "s2" } }), INVALID_API_KEY, "revoked key");
     await everyJwtRoute(t, app, bearer(jwt), "JWT of the revoked key");
   });
 
@@ -441,10 +406,10 @@ t.test("4.3 API keys: UUIDs, stored only as hashes, revocable at once", async (t
     const second = "44444444-4444-4444-8444-444444444444";
     await app.store.createApiKey(hashApiKey(second), keyPrefix(second), "default", new Date().toISOString());
     await app.session("s1");
-    const res = await post(app, "/v2/reauthorize_jwt", { session_id: "s1" }, { "x-agentmon-api-key": second });
+    const res = await app.post("/v2/reauthorize_jwt", { session_id: "s1" }, { "x-agentmon-api-key": second });
     t.equal(res.statusCode, 200, res.body);
     const jwt = res.json().jwt as string;
-    t.equal(decode(jwt).claims.key_id, (await keyRecord(app.store, second)).id, "key_id names the second key");
+    t.equal(decodeJwt(jwt).claims.key_id, (await keyRecord(app.store, second)).id, "key_id names the second key");
     await app.store.revokeApiKey((await keyRecord(app.store, API_KEY)).id, new Date().toISOString());
     await everyJwtRouteOk(t, app, jwt, "JWT obtained through the unrevoked key");
   });
@@ -457,7 +422,7 @@ t.test("4.4 JWTs: HS256, the claims, refusal of anything else, restart-proof", a
     const jwt = res.json().jwt as string;
     const parts = jwt.split(".");
     t.equal(parts.length, 3, "three parts");
-    const { header, claims } = decode(jwt);
+    const { header, claims } = decodeJwt(jwt);
     t.strictSame(header, { alg: "HS256", typ: "JWT" }, "header");
     const key = await keyRecord(app.store, API_KEY);
     t.equal(claims.session_id, "s1", "session_id");
@@ -472,7 +437,7 @@ t.test("4.4 JWTs: HS256, the claims, refusal of anything else, restart-proof", a
     t.equal(parts[2], signature, "signed with HMAC-SHA256 under the configured secret");
 
     const other = await app.withKey("/v2/create_session", { session: { id: "o1" } }, OTHER_PROJECT_KEY);
-    const otherClaims = decode(other.json().jwt).claims;
+    const otherClaims = decodeJwt(other.json().jwt).claims;
     t.equal(otherClaims.project_id, (await keyRecord(app.store, OTHER_PROJECT_KEY)).project_id, "other project");
     t.not(otherClaims.project_id, claims.project_id, "projects differ");
   });
@@ -490,7 +455,7 @@ t.test("4.4 JWTs: HS256, the claims, refusal of anything else, restart-proof", a
       ["reauthorize", reauth, "s1"],
     ] as const) {
       t.equal(res.statusCode, 200, `${what}: ${res.body}`);
-      const { header, claims } = decode(res.json().jwt);
+      const { header, claims } = decodeJwt(res.json().jwt);
       t.strictSame(header, { alg: "HS256", typ: "JWT" }, `${what}: header`);
       t.match(
         claims,
@@ -551,7 +516,7 @@ t.test("4.4 JWTs: HS256, the claims, refusal of anything else, restart-proof", a
     const jwt = await app.session("s1");
     await app.session("s2");
     const [header = "", payload = "", signature = ""] = jwt.split(".");
-    const claims = decode(jwt).claims;
+    const claims = decodeJwt(jwt).claims;
     const swapped = `${header}.${b64({ ...claims, session_id: "s2" })}.${signature}`;
     await everyJwtRoute(t, app, bearer(swapped), "session_id changed");
     const extended = `${header}.${b64({ ...claims, exp: Number(claims.exp) + DAY })}.${signature}`;
@@ -638,7 +603,7 @@ t.test("4.5 reauthorize_jwt", async (t) => {
     const body = res.json();
     t.strictSame(Object.keys(body).sort(), ["jwt", "status"], "exactly status and jwt");
     t.equal(body.status, "success");
-    t.equal(decode(body.jwt).claims.session_id, "s1", "for the session asked");
+    t.equal(decodeJwt(body.jwt).claims.session_id, "s1", "for the session asked");
     await everyJwtRouteOk(t, app, body.jwt, "reauthorized JWT");
   });
 
@@ -651,15 +616,15 @@ t.test("4.5 reauthorize_jwt", async (t) => {
     const res = await app.withKey("/v2/reauthorize_jwt", { session_id: "s1" });
     t.equal(res.statusCode, 200, res.body);
     const fresh = res.json().jwt as string;
-    t.equal(decode(fresh).claims.iat, Math.floor(clock / 1000), "issued now");
-    t.equal(decode(fresh).claims.exp, Math.floor(clock / 1000) + DAY, "valid 24 h from now");
+    t.equal(decodeJwt(fresh).claims.iat, Math.floor(clock / 1000), "issued now");
+    t.equal(decodeJwt(fresh).claims.exp, Math.floor(clock / 1000) + DAY, "valid 24 h from now");
     await everyJwtRouteOk(t, app, fresh, "the renewed JWT");
   });
 
   t.test("4.5 works with X-Agentops-Api-Key", async (t) => {
     const app = await build(t);
     await app.session("s1");
-    const res = await post(app, "/v2/reauthorize_jwt", { session_id: "s1" }, { "x-agentops-api-key": API_KEY });
+    const res = await app.post("/v2/reauthorize_jwt", { session_id: "s1" }, { "x-agentops-api-key": API_KEY });
     t.equal(res.statusCode, 200, res.body);
     await everyJwtRouteOk(t, app, res.json().jwt, "agentops-header JWT");
   });
@@ -712,13 +677,17 @@ t.test("4.5 reauthorize_jwt", async (t) => {
       { "x-agentops-api-key": UNKNOWN_KEY },
       bearer(jwt),
     ]) {
-      const res = await post(app, "/v2/reauthorize_jwt", { session_id: "s1" }, headers);
-      is401(t, res, BAD_KEY, `headers ${Object.keys(headers).join(", ") || "none"}`);
+      const res = await app.post("/v2/reauthorize_jwt", { session_id: "s1" }, headers);
+      is401(t, res, INVALID_API_KEY, `headers ${Object.keys(headers).join(", ") || "none"}`);
     }
   });
 });
 
 t.test("4.6 failed API key checks are rate limited per client address", async (t) => {
+  /** One failed key check: create_session from this address with these headers is the API key 401. */
+  const failKeyCheck = async (t: Test, app: TestApp, headers: Record<string, string>, from: string, what: string) =>
+    is401(t, await app.post("/v2/create_session", { session: { id: "x" } }, headers, from), INVALID_API_KEY, what);
+
   t.test("4.6 after the limit even a valid key gets 429 with Retry-After until the window passes", async (t) => {
     let clock = T0;
     const app = await build(t, { authFailLimit: 3, authFailWindowMs: 60_000, now: () => clock });
@@ -729,12 +698,12 @@ t.test("4.6 failed API key checks are rate limited per client address", async (t
       { "x-agentmon-api-key": UNKNOWN_KEY },
     ];
     for (const [i, headers] of failures.entries()) {
-      const res = await post(app, "/v2/create_session", { session: { id: `f${i}` } }, headers, from);
-      is401(t, res, BAD_KEY, `failure ${i + 1}`);
+      const res = await app.post("/v2/create_session", { session: { id: `f${i}` } }, headers, from);
+      is401(t, res, INVALID_API_KEY, `failure ${i + 1}`);
     }
     const ok = { "x-agentmon-api-key": API_KEY };
     for (const [url, body] of KEY_ROUTES) {
-      const res = await post(app, url, body("limited"), ok, from);
+      const res = await app.post(url, body("limited"), ok, from);
       t.equal(res.statusCode, 429, `valid key on ${url} is refused`);
       const retryAfter = res.headers["retry-after"];
       t.match(retryAfter, /^\d+$/, `${url}: Retry-After is whole seconds`);
@@ -747,37 +716,36 @@ t.test("4.6 failed API key checks are rate limited per client address", async (t
       t.ok(json.message.length > 0, "message is not empty");
     }
     t.equal(await app.store.getSession("limited"), undefined, "nothing stored while limited");
-    const badWhileLimited = await post(app, "/v2/create_session", { session: { id: "x" } }, {}, from);
+    const badWhileLimited = await app.post("/v2/create_session", { session: { id: "x" } }, {}, from);
     t.equal(badWhileLimited.statusCode, 429, "a missing key while limited: 429 too");
 
-    const elsewhere = await post(app, "/v2/create_session", { session: { id: "elsewhere" } }, ok, "10.0.0.2");
+    const elsewhere = await app.post("/v2/create_session", { session: { id: "elsewhere" } }, ok, "10.0.0.2");
     t.equal(elsewhere.statusCode, 200, "another address is not affected");
-    const elsewhereBad = await post(app, "/v2/create_session", { session: { id: "x" } }, {}, "10.0.0.2");
-    is401(t, elsewhereBad, BAD_KEY, "another address still gets 401, not 429");
+    const elsewhereBad = await app.post("/v2/create_session", { session: { id: "x" } }, {}, "10.0.0.2");
+    is401(t, elsewhereBad, INVALID_API_KEY, "another address still gets 401, not 429");
 
     clock = T0 + 59_000;
-    const stillLimited = await post(app, "/v2/create_session", { session: { id: "late" } }, ok, from);
+    const stillLimited = await app.post("/v2/create_session", { session: { id: "late" } }, ok, from);
     t.equal(stillLimited.statusCode, 429, "still limited 59 s in");
     t.match(stillLimited.headers["retry-after"], /^\d+$/);
     t.ok(Number(stillLimited.headers["retry-after"]) >= 1, "Retry-After at least 1");
 
     clock = T0 + 61_000;
-    const again = await post(app, "/v2/create_session", { session: { id: "again" } }, ok, from);
+    const again = await app.post("/v2/create_session", { session: { id: "again" } }, ok, from);
     t.equal(again.statusCode, 200, `after the window the valid key works: ${again.body}`);
-    const retried = await post(app, "/v2/reauthorize_jwt", { session_id: "again" }, ok, from);
+    const retried = await app.post("/v2/reauthorize_jwt", { session_id: "again" }, ok, from);
     t.equal(retried.statusCode, 200, "reauthorize_jwt works too");
   });
 
   t.test("4.6 JWT calls from a limited address are not refused", async (t) => {
     const app = await build(t, { authFailLimit: 3, authFailWindowMs: 60_000 });
     const from = "10.0.0.3";
-    const created = await post(app, "/v2/create_session", { session: { id: "s1" } }, { "x-agentmon-api-key": API_KEY });
+    const created = await app.post("/v2/create_session", { session: { id: "s1" } }, { "x-agentmon-api-key": API_KEY });
     const jwt = created.json().jwt as string;
     for (let i = 0; i < 3; i++) {
-      await post(app, "/v2/create_session", { session: { id: "x" } }, { "x-agentmon-api-key": UNKNOWN_KEY }, from);
+      await app.post("/v2/create_session", { session: { id: "x" } }, { "x-agentmon-api-key": UNKNOWN_KEY }, from);
     }
-    const limited = await post(
-      app,
+    const limited = await app.post(
       "/v2/create_session",
       { session: { id: "y" } },
       { "x-agentmon-api-key": API_KEY },
@@ -785,7 +753,7 @@ t.test("4.6 failed API key checks are rate limited per client address", async (t
     );
     t.equal(limited.statusCode, 429, "the address is limited");
     for (const [url, body] of JWT_ROUTES) {
-      const res = await post(app, url, body, bearer(jwt), from);
+      const res = await app.post(url, body, bearer(jwt), from);
       t.equal(res.statusCode, 200, `${url} with a JWT: ${res.body}`);
     }
   });
@@ -798,24 +766,24 @@ t.test("4.6 failed API key checks are rate limited per client address", async (t
     const from = "10.0.1.1";
     for (let i = 1; i <= 19; i++) {
       clock = T0 + i * 1000;
-      is401(t, await post(app, "/v2/create_session", { session: { id: "x" } }, bad, from), BAD_KEY, `failure ${i}`);
+      await failKeyCheck(t, app, bad, from, `failure ${i}`);
     }
-    const after19 = await post(app, "/v2/create_session", { session: { id: "after-19" } }, ok, from);
+    const after19 = await app.post("/v2/create_session", { session: { id: "after-19" } }, ok, from);
     t.equal(after19.statusCode, 200, "19 failures: not limited yet");
     clock = T0 + 20_000;
-    is401(t, await post(app, "/v2/create_session", { session: { id: "x" } }, {}, from), BAD_KEY, "failure 20 (no key)");
-    const after20 = await post(app, "/v2/create_session", { session: { id: "after-20" } }, ok, from);
+    await failKeyCheck(t, app, {}, from, "failure 20 (no key)");
+    const after20 = await app.post("/v2/create_session", { session: { id: "after-20" } }, ok, from);
     t.equal(after20.statusCode, 429, "20 failures: limited");
     const wait = Number(after20.headers["retry-after"]);
     t.ok(Number.isInteger(wait) && wait >= 1 && wait <= 60, `Retry-After ${after20.headers["retry-after"]}`);
     t.equal(after20.json().error, "Too many requests");
 
-    const elsewhere = await post(app, "/v2/create_session", { session: { id: "elsewhere" } }, ok, "10.0.1.2");
+    const elsewhere = await app.post("/v2/create_session", { session: { id: "elsewhere" } }, ok, "10.0.1.2");
     t.equal(elsewhere.statusCode, 200, "another address is not affected");
 
     // Past the window of the last failure too, so fixed and sliding windows agree.
     clock = T0 + 20_000 + 60_000 + 1;
-    const later = await post(app, "/v2/create_session", { session: { id: "later" } }, ok, from);
+    const later = await app.post("/v2/create_session", { session: { id: "later" } }, ok, from);
     t.equal(later.statusCode, 200, `once 60 s have passed since every failure: ${later.body}`);
   });
 
@@ -825,10 +793,10 @@ t.test("4.6 failed API key checks are rate limited per client address", async (t
     const bad = { "x-agentmon-api-key": UNKNOWN_KEY };
     for (let i = 0; i < 3; i++) {
       const headers = { ...bad, "x-forwarded-for": `192.0.2.${i}` };
-      is401(t, await post(app, "/v2/create_session", { session: { id: "x" } }, headers, from), BAD_KEY, `failure ${i}`);
+      await failKeyCheck(t, app, headers, from, `failure ${i}`);
     }
     const headers = { "x-agentmon-api-key": API_KEY, "x-forwarded-for": "192.0.2.99" };
-    const res = await post(app, "/v2/create_session", { session: { id: "s1" } }, headers, from);
+    const res = await app.post("/v2/create_session", { session: { id: "s1" } }, headers, from);
     t.equal(res.statusCode, 429, "still limited under a new forwarded address");
   });
 
@@ -839,10 +807,9 @@ t.test("4.6 failed API key checks are rate limited per client address", async (t
     const bad = { "x-agentmon-api-key": UNKNOWN_KEY };
     for (let i = 0; i < 6; i++) {
       clock = T0 + i * 61_000;
-      is401(t, await post(app, "/v2/create_session", { session: { id: "x" } }, bad, from), BAD_KEY, `failure ${i}`);
+      await failKeyCheck(t, app, bad, from, `failure ${i}`);
     }
-    const res = await post(
-      app,
+    const res = await app.post(
       "/v2/create_session",
       { session: { id: "ok" } },
       { "x-agentmon-api-key": API_KEY },

@@ -2,47 +2,25 @@
  * Contract part 3, rules E1..E7: events and agents, through real HTTP on a real (in-memory)
  * SQLite store. Every subtest name starts with the rule id it pins.
  */
-import t from "tap";
-import type { Store } from "../db/store.ts";
+import t, { type Test } from "tap";
 import { eventView } from "../lib/records.ts";
-import { build, OTHER_PROJECT_KEY } from "./helper.ts";
+import {
+  build,
+  type Detail,
+  eventIds,
+  eventViews,
+  forbidden,
+  INVALID_JWT,
+  invalid,
+  isAnswer,
+  OTHER_PROJECT_KEY,
+} from "./helper.ts";
 
 const NOW = Date.UTC(2026, 10, 22, 5, 9, 43, 640);
 const NOW_ISO = "2026-11-22T05:09:43.640Z";
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 const KIND_RULE = "give type (llm, tool, action, error) or event_type (llms, tools, actions, errors)";
-
-interface Detail {
-  path: string;
-  message: string;
-}
-
-/** The G2 body of a 400 with exactly one problem. */
-const invalid = (detail: Detail) => ({
-  error: "Invalid request",
-  message: `The request body is not valid: ${detail.path} ${detail.message}`,
-  details: [detail],
-});
-
-const INVALID_JWT = {
-  error: "Invalid or expired JWT",
-  message: "Please reauthorize using the /v2/reauthorize_jwt endpoint",
-};
-
-const forbidden = (own: string, other: string) => ({
-  error: "Forbidden",
-  message: `This JWT belongs to session ${own}; it cannot write to session ${other}`,
-});
-
-/** The session's stored events, as clients read them. */
-async function views(store: Store, sessionId: string) {
-  return (await store.listEvents(sessionId)).map((event) => eventView(event, sessionId));
-}
-
-async function ids(store: Store, sessionId: string) {
-  return (await store.listEvents(sessionId)).map((event) => event.id);
-}
 
 /** A session-less base for the view of an event stored at NOW with no common field set. */
 const base = (id: string, type: string, sessionId: string) => ({
@@ -63,18 +41,16 @@ t.test("E1: create_events takes 1 to 1000 events", async (t) => {
     const { session, withJwt, store } = api;
     const jwt = await session("e1-one");
     const res = await withJwt("/v2/create_events", { events: [{ type: "llm", id: "one" }] }, jwt);
-    t.equal(res.statusCode, 200);
-    t.strictSame(res.json(), { status: "success", event_ids: ["one"] });
-    t.strictSame(await views(store, "e1-one"), [base("one", "llm", "e1-one")]);
+    isAnswer(t, res, 200, { status: "success", event_ids: ["one"] });
+    t.strictSame(await eventViews(store, "e1-one"), [base("one", "llm", "e1-one")]);
   });
 
   t.test("E1: zero events is a 400", async (t) => {
     const { session, withJwt, store } = api;
     const jwt = await session("e1-zero");
     const res = await withJwt("/v2/create_events", { events: [] }, jwt);
-    t.equal(res.statusCode, 400);
-    t.strictSame(res.json(), invalid({ path: "events", message: "must have at least 1 item" }));
-    t.strictSame(await ids(store, "e1-zero"), []);
+    isAnswer(t, res, 400, invalid({ path: "events", message: "must have at least 1 item" }));
+    t.strictSame(await eventIds(store, "e1-zero"), []);
   });
 
   t.test("E1: events that is not an array is a 400", async (t) => {
@@ -82,21 +58,18 @@ t.test("E1: create_events takes 1 to 1000 events", async (t) => {
     const jwt = await session("e1-notarray");
     for (const events of [{}, { type: "llm" }, "llm", 5, null]) {
       const res = await withJwt("/v2/create_events", { events }, jwt);
-      t.equal(res.statusCode, 400, JSON.stringify(events));
-      t.strictSame(res.json(), invalid({ path: "events", message: "must be an array" }), JSON.stringify(events));
+      isAnswer(t, res, 400, invalid({ path: "events", message: "must be an array" }), JSON.stringify(events));
     }
     const missing = await withJwt("/v2/create_events", { event: [{ type: "llm" }] }, jwt);
-    t.equal(missing.statusCode, 400);
-    t.strictSame(missing.json(), invalid({ path: "events", message: "is required" }));
+    isAnswer(t, missing, 400, invalid({ path: "events", message: "is required" }));
   });
 
   t.test("E1: an event that is not an object is a 400", async (t) => {
     const { session, withJwt, store } = api;
     const jwt = await session("e1-notobject");
     const res = await withJwt("/v2/create_events", { events: [{ type: "llm", id: "ok" }, "llm"] }, jwt);
-    t.equal(res.statusCode, 400);
-    t.strictSame(res.json(), invalid({ path: "events[1]", message: "must be an object" }));
-    t.strictSame(await ids(store, "e1-notobject"), []);
+    isAnswer(t, res, 400, invalid({ path: "events[1]", message: "must be an object" }));
+    t.strictSame(await eventIds(store, "e1-notobject"), []);
   });
 
   t.test("E1: 1000 events are accepted and all stored", async (t) => {
@@ -104,10 +77,9 @@ t.test("E1: create_events takes 1 to 1000 events", async (t) => {
     const jwt = await session("e1-1000");
     const events = Array.from({ length: 1000 }, (_, i) => ({ type: "tool", id: `ev-${String(i).padStart(4, "0")}` }));
     const res = await withJwt("/v2/create_events", { events }, jwt);
-    t.equal(res.statusCode, 200);
-    t.strictSame(res.json(), { status: "success", event_ids: events.map((e) => e.id) });
+    isAnswer(t, res, 200, { status: "success", event_ids: events.map((e) => e.id) });
     t.strictSame(
-      await ids(store, "e1-1000"),
+      await eventIds(store, "e1-1000"),
       events.map((e) => e.id),
     );
   });
@@ -117,9 +89,8 @@ t.test("E1: create_events takes 1 to 1000 events", async (t) => {
     const jwt = await session("e1-1001");
     const events = Array.from({ length: 1001 }, (_, i) => ({ type: "tool", id: `ev-${i}` }));
     const res = await withJwt("/v2/create_events", { events }, jwt);
-    t.equal(res.statusCode, 400);
-    t.strictSame(res.json(), invalid({ path: "events", message: "must have at most 1000 items" }));
-    t.strictSame(await ids(store, "e1-1001"), []);
+    isAnswer(t, res, 400, invalid({ path: "events", message: "must have at most 1000 items" }));
+    t.strictSame(await eventIds(store, "e1-1001"), []);
   });
 
   t.test("E1: the maximum is configurable", async (t) => {
@@ -127,28 +98,24 @@ t.test("E1: create_events takes 1 to 1000 events", async (t) => {
     const jwt = await session("e1-max3");
     const four = Array.from({ length: 4 }, (_, i) => ({ type: "llm", id: `m${i}` }));
     const over = await withJwt("/v2/create_events", { events: four }, jwt);
-    t.equal(over.statusCode, 400);
-    t.strictSame(over.json(), invalid({ path: "events", message: "must have at most 3 items" }));
-    t.strictSame(await ids(store, "e1-max3"), []);
+    isAnswer(t, over, 400, invalid({ path: "events", message: "must have at most 3 items" }));
+    t.strictSame(await eventIds(store, "e1-max3"), []);
     const ok = await withJwt("/v2/create_events", { events: four.slice(0, 3) }, jwt);
     t.equal(ok.statusCode, 200);
-    t.strictSame(await ids(store, "e1-max3"), ["m0", "m1", "m2"]);
+    t.strictSame(await eventIds(store, "e1-max3"), ["m0", "m1", "m2"]);
   });
 
   t.test("E1: /create_events behaves like /v2/create_events", async (t) => {
     const { session, withJwt, store } = api;
     const jwt = await session("e1-unversioned");
     const one = await withJwt("/create_events", { events: [{ event_type: "llms", id: "u1" }] }, jwt);
-    t.equal(one.statusCode, 200);
-    t.strictSame(one.json(), { status: "success", event_ids: ["u1"] });
+    isAnswer(t, one, 200, { status: "success", event_ids: ["u1"] });
     const zero = await withJwt("/create_events", { events: [] }, jwt);
-    t.equal(zero.statusCode, 400);
-    t.strictSame(zero.json(), invalid({ path: "events", message: "must have at least 1 item" }));
+    isAnswer(t, zero, 400, invalid({ path: "events", message: "must have at least 1 item" }));
     const many = Array.from({ length: 1001 }, (_, i) => ({ type: "tool", id: `x${i}` }));
     const over = await withJwt("/create_events", { events: many }, jwt);
-    t.equal(over.statusCode, 400);
-    t.strictSame(over.json(), invalid({ path: "events", message: "must have at most 1000 items" }));
-    t.strictSame(await ids(store, "e1-unversioned"), ["u1"]);
+    isAnswer(t, over, 400, invalid({ path: "events", message: "must have at most 1000 items" }));
+    t.strictSame(await eventIds(store, "e1-unversioned"), ["u1"]);
   });
 
   t.test("E1: events go to the JWT's session and no other", async (t) => {
@@ -157,17 +124,16 @@ t.test("E1: create_events takes 1 to 1000 events", async (t) => {
     await session("e1-b");
     const res = await withJwt("/v2/create_events", { events: [{ type: "llm", id: "mine" }] }, a);
     t.equal(res.statusCode, 200);
-    t.strictSame(await ids(store, "e1-a"), ["mine"]);
-    t.strictSame(await ids(store, "e1-b"), []);
+    t.strictSame(await eventIds(store, "e1-a"), ["mine"]);
+    t.strictSame(await eventIds(store, "e1-b"), []);
   });
 
   t.test("E1: create_events needs a JWT", async (t) => {
     const { session, withKey, store } = api;
     await session("e1-nojwt");
     const res = await withKey("/v2/create_events", { events: [{ type: "llm", id: "x", session_id: "e1-nojwt" }] });
-    t.equal(res.statusCode, 401);
-    t.strictSame(res.json(), INVALID_JWT);
-    t.strictSame(await ids(store, "e1-nojwt"), []);
+    isAnswer(t, res, 401, INVALID_JWT);
+    t.strictSame(await eventIds(store, "e1-nojwt"), []);
   });
 });
 
@@ -183,7 +149,7 @@ t.test("E2: an event's kind", async (t) => {
     const res = await withJwt("/v2/create_events", { events }, jwt);
     t.equal(res.statusCode, 200);
     t.strictSame(res.json().event_ids, ["t-llm", "t-tool", "t-action", "t-error"]);
-    t.strictSame(await views(store, "e2-type"), [
+    t.strictSame(await eventViews(store, "e2-type"), [
       base("t-action", "action", "e2-type"),
       base("t-error", "error", "e2-type"),
       base("t-llm", "llm", "e2-type"),
@@ -244,9 +210,10 @@ t.test("E2: an event's kind", async (t) => {
       },
       jwt,
     );
-    t.equal(res.statusCode, 400);
-    t.strictSame(
-      res.json(),
+    isAnswer(
+      t,
+      res,
+      400,
       invalid({
         path: "events[1].event_type",
         message: `"tools" disagrees with type "llm"; ${KIND_RULE}, naming the same kind`,
@@ -255,52 +222,38 @@ t.test("E2: an event's kind", async (t) => {
     for (const kind of ["llm", "tool", "action", "error", "llms", "tools", "actions", "errors"]) {
       t.match(res.json().message, kind);
     }
-    t.strictSame(await ids(store, "e2-disagree"), []);
+    t.strictSame(await eventIds(store, "e2-disagree"), []);
   });
 
-  t.test("E2: an unknown type is a 400 listing the accepted ones", async (t) => {
-    const { session, withJwt, store } = api;
-    const jwt = await session("e2-unknown-type");
-    for (const type of ["chat", "llms", "LLM", "tools"]) {
-      const res = await withJwt("/v2/create_events", { events: [{ type, id: "x" }] }, jwt);
-      t.equal(res.statusCode, 400, type);
-      t.strictSame(
-        res.json(),
-        invalid({ path: "events[0].type", message: "must be one of: llm, tool, action, error" }),
-        type,
-      );
+  /** Each event, sent alone, is a 400 with exactly this detail, and the session stays empty. */
+  async function rejectsEach(t: Test, sessionId: string, events: Record<string, unknown>[], detail: Detail) {
+    const jwt = await api.session(sessionId);
+    for (const event of events) {
+      const res = await api.withJwt("/v2/create_events", { events: [event] }, jwt);
+      isAnswer(t, res, 400, invalid(detail), JSON.stringify(event));
     }
-    t.strictSame(await ids(store, "e2-unknown-type"), []);
+    t.strictSame(await eventIds(api.store, sessionId), []);
+  }
+
+  t.test("E2: an unknown type is a 400 listing the accepted ones", async (t) => {
+    const events = ["chat", "llms", "LLM", "tools"].map((type) => ({ type, id: "x" }));
+    await rejectsEach(t, "e2-unknown-type", events, {
+      path: "events[0].type",
+      message: "must be one of: llm, tool, action, error",
+    });
   });
 
   t.test("E2: an unknown event_type is a 400 listing the accepted ones", async (t) => {
-    const { session, withJwt, store } = api;
-    const jwt = await session("e2-unknown-event-type");
-    for (const eventType of ["apis", "llm", "chats"]) {
-      const res = await withJwt("/v2/create_events", { events: [{ event_type: eventType, id: "x" }] }, jwt);
-      t.equal(res.statusCode, 400, eventType);
-      t.strictSame(
-        res.json(),
-        invalid({ path: "events[0].event_type", message: "must be one of: llms, tools, actions, errors" }),
-        eventType,
-      );
-    }
-    t.strictSame(await ids(store, "e2-unknown-event-type"), []);
+    const events = ["apis", "llm", "chats"].map((eventType) => ({ event_type: eventType, id: "x" }));
+    await rejectsEach(t, "e2-unknown-event-type", events, {
+      path: "events[0].event_type",
+      message: "must be one of: llms, tools, actions, errors",
+    });
   });
 
   t.test("E2: neither type nor event_type is a 400", async (t) => {
-    const { session, withJwt, store } = api;
-    const jwt = await session("e2-neither");
-    for (const event of [{ id: "x" }, { id: "x", type: null, event_type: null }, { id: "x", model: "m" }]) {
-      const res = await withJwt("/v2/create_events", { events: [event] }, jwt);
-      t.equal(res.statusCode, 400, JSON.stringify(event));
-      t.strictSame(
-        res.json(),
-        invalid({ path: "events[0].type", message: `is required: ${KIND_RULE}` }),
-        JSON.stringify(event),
-      );
-    }
-    t.strictSame(await ids(store, "e2-neither"), []);
+    const events = [{ id: "x" }, { id: "x", type: null, event_type: null }, { id: "x", model: "m" }];
+    await rejectsEach(t, "e2-neither", events, { path: "events[0].type", message: `is required: ${KIND_RULE}` });
   });
 
   t.test("E2: one bad kind among good events stores nothing and names its index", async (t) => {
@@ -312,9 +265,8 @@ t.test("E2: an event's kind", async (t) => {
       { type: "chat", id: "g3" },
     ];
     const res = await withJwt("/v2/create_events", { events }, jwt);
-    t.equal(res.statusCode, 400);
-    t.strictSame(res.json(), invalid({ path: "events[2].type", message: "must be one of: llm, tool, action, error" }));
-    t.strictSame(await ids(store, "e2-atomic"), []);
+    isAnswer(t, res, 400, invalid({ path: "events[2].type", message: "must be one of: llm, tool, action, error" }));
+    t.strictSame(await eventIds(store, "e2-atomic"), []);
   });
 });
 
@@ -329,9 +281,8 @@ t.test("E3: event ids", async (t) => {
     const jwt = await session("e3-client");
     const id = "7289ea22-125f-4683-99d4-29277a6771b2";
     const res = await withJwt("/v2/create_events", { events: [{ type: "llm", id }] }, jwt);
-    t.equal(res.statusCode, 200);
-    t.strictSame(res.json(), { status: "success", event_ids: [id] });
-    t.strictSame(await ids(store, "e3-client"), [id]);
+    isAnswer(t, res, 200, { status: "success", event_ids: [id] });
+    t.strictSame(await eventIds(store, "e3-client"), [id]);
   });
 
   t.test("E3: a missing id gets a server UUIDv7 of the receive time", async (t) => {
@@ -339,16 +290,16 @@ t.test("E3: event ids", async (t) => {
     const jwt = await session("e3-v7");
     const res = await withJwt("/v2/create_events", { events: [{ type: "llm" }, { type: "tool", id: null }] }, jwt);
     t.equal(res.statusCode, 200);
-    const eventIds = res.json().event_ids as string[];
-    t.equal(eventIds.length, 2);
-    for (const id of eventIds) {
+    const answered = res.json().event_ids as string[];
+    t.equal(answered.length, 2);
+    for (const id of answered) {
       t.match(id, UUID_V7);
       t.equal(id.replace(/-/g, "").slice(0, 12), nowHex, "time-ordered: the first 48 bits are the clock");
     }
-    t.not(eventIds[0], eventIds[1], "two events get two ids");
-    t.strictSame((await ids(store, "e3-v7")).sort(), [...eventIds].sort());
+    t.not(answered[0], answered[1], "two events get two ids");
+    t.strictSame((await eventIds(store, "e3-v7")).sort(), [...answered].sort());
     const types = Object.fromEntries((await store.listEvents("e3-v7")).map((e) => [e.id, e.type]));
-    t.strictSame(types, { [eventIds[0] as string]: "llm", [eventIds[1] as string]: "tool" });
+    t.strictSame(types, { [answered[0] as string]: "llm", [answered[1] as string]: "tool" });
   });
 
   t.test("E3: a retry without ids gets new ids (cannot be deduplicated)", async (t) => {
@@ -359,7 +310,7 @@ t.test("E3: event ids", async (t) => {
     t.equal(first.statusCode, 200);
     t.equal(second.statusCode, 200);
     t.not(first.json().event_ids[0], second.json().event_ids[0]);
-    t.equal((await ids(store, "e3-noid-retry")).length, 2);
+    t.equal((await eventIds(store, "e3-noid-retry")).length, 2);
   });
 
   t.test("E3: event_ids are in request order", async (t) => {
@@ -373,12 +324,12 @@ t.test("E3: event ids", async (t) => {
     ];
     const res = await withJwt("/v2/create_events", { events }, jwt);
     t.equal(res.statusCode, 200);
-    const eventIds = res.json().event_ids as string[];
-    t.equal(eventIds.length, 4);
-    t.equal(eventIds[0], "c");
-    t.equal(eventIds[1], "a");
-    t.match(eventIds[2], UUID_V7);
-    t.equal(eventIds[3], "b");
+    const answered = res.json().event_ids as string[];
+    t.equal(answered.length, 4);
+    t.equal(answered[0], "c");
+    t.equal(answered[1], "a");
+    t.match(answered[2], UUID_V7);
+    t.equal(answered[3], "b");
   });
 
   t.test("E3: the same id twice in one call appears twice and the later copy is stored", async (t) => {
@@ -390,9 +341,8 @@ t.test("E3: event ids", async (t) => {
       { type: "llm", id: "dup", model: "second", completion: "two" },
     ];
     const res = await withJwt("/v2/create_events", { events }, jwt);
-    t.equal(res.statusCode, 200);
-    t.strictSame(res.json(), { status: "success", event_ids: ["dup", "other", "dup"] });
-    t.strictSame(await views(store, "e3-twice"), [
+    isAnswer(t, res, 200, { status: "success", event_ids: ["dup", "other", "dup"] });
+    t.strictSame(await eventViews(store, "e3-twice"), [
       { ...base("dup", "llm", "e3-twice"), model: "second", completion: "two" },
       base("other", "tool", "e3-twice"),
     ]);
@@ -413,15 +363,14 @@ t.test("E3: event ids", async (t) => {
       },
       jwt,
     );
-    t.equal(retry.statusCode, 200);
-    t.strictSame(retry.json(), { status: "success", event_ids: ["r1", "r2"] });
-    t.strictSame(await views(store, "e3-retry"), [
+    isAnswer(t, retry, 200, { status: "success", event_ids: ["r1", "r2"] });
+    t.strictSame(await eventViews(store, "e3-retry"), [
       { ...base("r1", "llm", "e3-retry"), model: "first" },
       base("r2", "tool", "e3-retry"),
     ]);
     const again = await withJwt("/v2/create_events", { events: [{ type: "llm", id: "r1", model: "first" }] }, jwt);
     t.equal(again.statusCode, 200, "an identical retry answers 200 again");
-    t.strictSame(await ids(store, "e3-retry"), ["r1", "r2"]);
+    t.strictSame(await eventIds(store, "e3-retry"), ["r1", "r2"]);
   });
 
   t.test("E3: the same event id in two sessions is stored in both", async (t) => {
@@ -435,21 +384,19 @@ t.test("E3: event ids", async (t) => {
     t.equal(ra.statusCode, 200);
     t.equal(rb.statusCode, 200);
     t.equal(rc.statusCode, 200);
-    t.strictSame(await views(store, "e3-scope-a"), [{ ...base("shared", "llm", "e3-scope-a"), model: "a" }]);
-    t.strictSame(await views(store, "e3-scope-b"), [{ ...base("shared", "tool", "e3-scope-b"), name: "b" }]);
-    t.strictSame(await views(store, "e3-scope-c"), [base("shared", "action", "e3-scope-c")]);
+    t.strictSame(await eventViews(store, "e3-scope-a"), [{ ...base("shared", "llm", "e3-scope-a"), model: "a" }]);
+    t.strictSame(await eventViews(store, "e3-scope-b"), [{ ...base("shared", "tool", "e3-scope-b"), name: "b" }]);
+    t.strictSame(await eventViews(store, "e3-scope-c"), [base("shared", "action", "e3-scope-c")]);
   });
 
   t.test("E3: an empty or too long id is a 400", async (t) => {
     const { session, withJwt, store } = api;
     const jwt = await session("e3-badid");
     const empty = await withJwt("/v2/create_events", { events: [{ type: "llm", id: "" }] }, jwt);
-    t.equal(empty.statusCode, 400);
-    t.strictSame(empty.json(), invalid({ path: "events[0].id", message: "must not be empty" }));
+    isAnswer(t, empty, 400, invalid({ path: "events[0].id", message: "must not be empty" }));
     const long = await withJwt("/v2/create_events", { events: [{ type: "llm", id: "x".repeat(257) }] }, jwt);
-    t.equal(long.statusCode, 400);
-    t.strictSame(long.json(), invalid({ path: "events[0].id", message: "must be at most 256 characters" }));
-    t.strictSame(await ids(store, "e3-badid"), []);
+    isAnswer(t, long, 400, invalid({ path: "events[0].id", message: "must be at most 256 characters" }));
+    t.strictSame(await eventIds(store, "e3-badid"), []);
   });
 });
 
@@ -485,7 +432,7 @@ t.test("E4: fields per kind", async (t) => {
     t.equal(record?.prompt_tokens, 12);
     t.equal(record?.completion_tokens, 1);
     t.equal(record?.cost, 0.0000021);
-    t.strictSame(await views(store, "e4-llm"), [
+    t.strictSame(await eventViews(store, "e4-llm"), [
       {
         id: "llm-1",
         type: "llm",
@@ -520,7 +467,7 @@ t.test("E4: fields per kind", async (t) => {
       jwt,
     );
     t.equal(res.statusCode, 200);
-    t.strictSame(await views(store, "e4-llm-messages"), [
+    t.strictSame(await eventViews(store, "e4-llm-messages"), [
       {
         ...base("llm-2", "llm", "e4-llm-messages"),
         prompt_tokens: 0,
@@ -532,6 +479,28 @@ t.test("E4: fields per kind", async (t) => {
     ]);
   });
 
+  t.test("E4: a message that only calls tools may leave content out; role is still required", async (t) => {
+    const { session, withJwt, store } = api;
+    const jwt = await session("e4-llm-tool-calls");
+    const prompt = [
+      { role: "user", content: "add 2 and 2" },
+      { role: "assistant", tool_calls: [{ id: "c1", type: "function", function: { name: "add" } }] },
+      { role: "tool", tool_call_id: "c1", content: "4" },
+    ];
+    const completion = { role: "assistant", tool_calls: [{ id: "c2", function: { name: "done" } }] };
+    const res = await withJwt("/v2/create_events", { events: [{ type: "llm", id: "llm-3", prompt, completion }] }, jwt);
+    t.equal(res.statusCode, 200);
+    t.strictSame(await eventViews(store, "e4-llm-tool-calls"), [
+      { ...base("llm-3", "llm", "e4-llm-tool-calls"), prompt, completion },
+    ]);
+    const roleless = await withJwt(
+      "/v2/create_events",
+      { events: [{ type: "llm", completion: { content: "4" } }] },
+      jwt,
+    );
+    isAnswer(t, roleless, 400, invalid({ path: "events[0].completion.role", message: "is required" }));
+  });
+
   t.test("E4: tool fields under their canonical names", async (t) => {
     const { session, withJwt, store } = api;
     const jwt = await session("e4-tool");
@@ -539,7 +508,7 @@ t.test("E4: fields per kind", async (t) => {
     t.equal((await withJwt("/v2/create_events", { events: [event] }, jwt)).statusCode, 200);
     const [record] = await store.listEvents("e4-tool");
     t.strictSame(record?.fields, { name: "calculator", input: "2+2", output: "4", logs: ["ran"] });
-    t.strictSame(await views(store, "e4-tool"), [
+    t.strictSame(await eventViews(store, "e4-tool"), [
       { ...base("tool-1", "tool", "e4-tool"), name: "calculator", input: "2+2", output: "4", logs: ["ran"] },
     ]);
   });
@@ -560,7 +529,7 @@ t.test("E4: fields per kind", async (t) => {
     const [record] = await store.listEvents("e4-tool-sdk");
     t.equal(record?.type, "tool");
     t.strictSame(record?.fields, { name: "calculator", input: { a: 2, b: 2 }, output: "4" });
-    t.strictSame(await views(store, "e4-tool-sdk"), [
+    t.strictSame(await eventViews(store, "e4-tool-sdk"), [
       {
         id: "tool-2",
         type: "tool",
@@ -594,15 +563,13 @@ t.test("E4: fields per kind", async (t) => {
     t.equal(res.statusCode, 200);
     const [record] = await store.listEvents("e4-action");
     t.strictSame(record?.fields, fields);
-    t.strictSame(await views(store, "e4-action"), [{ ...base("act-1", "action", "e4-action"), ...fields }]);
+    t.strictSame(await eventViews(store, "e4-action"), [{ ...base("act-1", "action", "e4-action"), ...fields }]);
   });
 
   t.test("E4: error fields, with no id and timestamp as init_timestamp", async (t) => {
     const { session, withJwt, store } = api;
     const jwt = await session("e4-error");
-    const event = {
-      event_type: "errors",
-      timestamp: "2026-11-22T05:09:43.654493+00:00",
+    const fields = {
       error_type: "ValueError",
       code: "E_SYNTH",
       details: { message: "synthetic error from driver", line: 3 },
@@ -610,21 +577,15 @@ t.test("E4: fields per kind", async (t) => {
       trigger_event_id: "92f31146-4cad-47e4-b68b-852941700232",
       trigger_event_type: "tools",
     };
+    const event = { event_type: "errors", timestamp: "2026-11-22T05:09:43.654493+00:00", ...fields };
     const res = await withJwt("/v2/create_events", { events: [event] }, jwt);
     t.equal(res.statusCode, 200);
     const [id] = res.json().event_ids as string[];
     t.match(id, UUID_V7);
     const [record] = await store.listEvents("e4-error");
     t.equal(record?.init_timestamp, "2026-11-22T05:09:43.654493Z");
-    t.strictSame(record?.fields, {
-      error_type: "ValueError",
-      code: "E_SYNTH",
-      details: { message: "synthetic error from driver", line: 3 },
-      logs: "Traceback (most recent call last): ...",
-      trigger_event_id: "92f31146-4cad-47e4-b68b-852941700232",
-      trigger_event_type: "tools",
-    });
-    t.strictSame(await views(store, "e4-error"), [
+    t.strictSame(record?.fields, fields);
+    t.strictSame(await eventViews(store, "e4-error"), [
       {
         id,
         type: "error",
@@ -632,12 +593,7 @@ t.test("E4: fields per kind", async (t) => {
         init_timestamp: "2026-11-22T05:09:43.654493Z",
         end_timestamp: null,
         agent_id: null,
-        error_type: "ValueError",
-        code: "E_SYNTH",
-        details: { message: "synthetic error from driver", line: 3 },
-        logs: "Traceback (most recent call last): ...",
-        trigger_event_id: "92f31146-4cad-47e4-b68b-852941700232",
-        trigger_event_type: "tools",
+        ...fields,
         event_type: "errors",
         timestamp: "2026-11-22T05:09:43.654493Z",
       },
@@ -649,7 +605,7 @@ t.test("E4: fields per kind", async (t) => {
     const jwt = await session("e4-error-code");
     const res = await withJwt("/v2/create_events", { events: [{ type: "error", id: "err-2", code: 500 }] }, jwt);
     t.equal(res.statusCode, 200);
-    t.strictSame(await views(store, "e4-error-code"), [{ ...base("err-2", "error", "e4-error-code"), code: 500 }]);
+    t.strictSame(await eventViews(store, "e4-error-code"), [{ ...base("err-2", "error", "e4-error-code"), code: 500 }]);
   });
 
   t.test("E4: init_timestamp absent is the receive time; every common field is stored", async (t) => {
@@ -663,7 +619,7 @@ t.test("E4: fields per kind", async (t) => {
       session_id: "e4-common",
     };
     t.equal((await withJwt("/v2/create_events", { events: [event] }, jwt)).statusCode, 200);
-    t.strictSame(await views(store, "e4-common"), [
+    t.strictSame(await eventViews(store, "e4-common"), [
       {
         id: "common",
         type: "tool",
@@ -702,10 +658,9 @@ t.test("E4: fields per kind", async (t) => {
         { type: "llm", id: "bad", ...fields },
       ];
       const res = await withJwt("/v2/create_events", { events }, jwt);
-      t.equal(res.statusCode, 400, JSON.stringify(fields));
-      t.strictSame(res.json(), invalid(detail), JSON.stringify(fields));
+      isAnswer(t, res, 400, invalid(detail), JSON.stringify(fields));
     }
-    t.strictSame(await ids(store, "e4-bad"), []);
+    t.strictSame(await eventIds(store, "e4-bad"), []);
   });
 
   t.test("E4: zero tokens and zero cost are valid", async (t) => {
@@ -713,7 +668,7 @@ t.test("E4: fields per kind", async (t) => {
     const jwt = await session("e4-zero");
     const event = { type: "llm", id: "z", prompt_tokens: 0, completion_tokens: 0, cost: 0 };
     t.equal((await withJwt("/v2/create_events", { events: [event] }, jwt)).statusCode, 200);
-    t.strictSame(await views(store, "e4-zero"), [
+    t.strictSame(await eventViews(store, "e4-zero"), [
       { ...base("z", "llm", "e4-zero"), prompt_tokens: 0, completion_tokens: 0, cost: 0 },
     ]);
   });
@@ -734,11 +689,10 @@ t.test("E5: an event naming another session", async (t) => {
     ];
     for (const url of ["/v2/create_events", "/create_events"]) {
       const res = await withJwt(url, { events }, jwt);
-      t.equal(res.statusCode, 403, url);
-      t.strictSame(res.json(), forbidden("e5-mine", "e5-yours"), url);
+      isAnswer(t, res, 403, forbidden("e5-mine", "e5-yours"), url);
     }
-    t.strictSame(await ids(store, "e5-mine"), []);
-    t.strictSame(await ids(store, "e5-yours"), []);
+    t.strictSame(await eventIds(store, "e5-mine"), []);
+    t.strictSame(await eventIds(store, "e5-yours"), []);
   });
 
   t.test("E5: a session_id of a session of another project, or of none, is a 403", async (t) => {
@@ -747,11 +701,10 @@ t.test("E5: an event naming another session", async (t) => {
     await session("e5-theirs", {}, OTHER_PROJECT_KEY);
     for (const other of ["e5-theirs", "e5-nowhere"]) {
       const res = await withJwt("/v2/create_events", { events: [{ type: "tool", session_id: other }] }, jwt);
-      t.equal(res.statusCode, 403, other);
-      t.strictSame(res.json(), forbidden("e5-own", other), other);
+      isAnswer(t, res, 403, forbidden("e5-own", other), other);
     }
-    t.strictSame(await ids(store, "e5-own"), []);
-    t.strictSame(await ids(store, "e5-theirs"), []);
+    t.strictSame(await eventIds(store, "e5-own"), []);
+    t.strictSame(await eventIds(store, "e5-theirs"), []);
   });
 
   t.test("E5: a session_id equal to the JWT's session is fine", async (t) => {
@@ -767,17 +720,18 @@ t.test("E5: an event naming another session", async (t) => {
       },
       jwt,
     );
-    t.equal(res.statusCode, 200);
-    t.strictSame(res.json(), { status: "success", event_ids: ["same", "plain"] });
-    t.strictSame(await views(store, "e5-same"), [base("plain", "tool", "e5-same"), base("same", "llm", "e5-same")]);
+    isAnswer(t, res, 200, { status: "success", event_ids: ["same", "plain"] });
+    t.strictSame(await eventViews(store, "e5-same"), [
+      base("plain", "tool", "e5-same"),
+      base("same", "llm", "e5-same"),
+    ]);
   });
 
   t.test("E5: a schema violation is a 400 before the 403", async (t) => {
     const { session, withJwt } = api;
     const jwt = await session("e5-order");
     const res = await withJwt("/v2/create_events", { events: [{ type: "chat", session_id: "e5-elsewhere" }] }, jwt);
-    t.equal(res.statusCode, 400);
-    t.strictSame(res.json(), invalid({ path: "events[0].type", message: "must be one of: llm, tool, action, error" }));
+    isAnswer(t, res, 400, invalid({ path: "events[0].type", message: "must be one of: llm, tool, action, error" }));
   });
 });
 
@@ -785,6 +739,13 @@ t.test("E5: an event naming another session", async (t) => {
 
 t.test("E6: update_events", async (t) => {
   const api = await build(t, { now: () => NOW });
+
+  /** The 404 body for one unknown event id, sent in the entry at `path`. */
+  const notFound = (id: string, path: string) => ({
+    error: "Not found",
+    message: `No event with this id in this session: ${id}`,
+    details: [{ path, message: `unknown event id "${id}"` }],
+  });
 
   /** A session holding one llm event "u1" with most fields set, and its JWT. */
   async function withEvent(sessionId: string) {
@@ -826,9 +787,8 @@ t.test("E6: update_events", async (t) => {
       cost: 0.5,
     };
     const res = await withJwt("/v2/update_events", { events: [patch] }, jwt);
-    t.equal(res.statusCode, 200);
-    t.strictSame(res.json(), { status: "success", updated: 1 });
-    t.strictSame(await views(store, "e6-event-id"), [
+    isAnswer(t, res, 200, { status: "success", updated: 1 });
+    t.strictSame(await eventViews(store, "e6-event-id"), [
       {
         ...stored,
         end_timestamp: "2026-11-22T05:09:44.100000Z",
@@ -844,9 +804,8 @@ t.test("E6: update_events", async (t) => {
     const { withJwt, store } = api;
     const { jwt, stored, tool } = await withEvent("e6-id");
     const res = await withJwt("/v2/update_events", { events: [{ id: "u1", model: "gpt-4o" }] }, jwt);
-    t.equal(res.statusCode, 200);
-    t.strictSame(res.json(), { status: "success", updated: 1 });
-    t.strictSame(await views(store, "e6-id"), [{ ...stored, model: "gpt-4o" }, tool]);
+    isAnswer(t, res, 200, { status: "success", updated: 1 });
+    t.strictSame(await eventViews(store, "e6-id"), [{ ...stored, model: "gpt-4o" }, tool]);
   });
 
   t.test("E6: completion may be a plain string", async (t) => {
@@ -854,7 +813,7 @@ t.test("E6: update_events", async (t) => {
     const { jwt, stored, tool } = await withEvent("e6-string");
     const res = await withJwt("/v2/update_events", { events: [{ event_id: "u1", completion: "4" }] }, jwt);
     t.equal(res.statusCode, 200);
-    t.strictSame(await views(store, "e6-string"), [{ ...stored, completion: "4" }, tool]);
+    t.strictSame(await eventViews(store, "e6-string"), [{ ...stored, completion: "4" }, tool]);
   });
 
   t.test("E6: the SDK's tool aliases update the canonical fields", async (t) => {
@@ -865,7 +824,7 @@ t.test("E6: update_events", async (t) => {
     t.equal(res.statusCode, 200);
     const record = (await store.listEvents("e6-aliases")).find((e) => e.id === "u2");
     t.strictSame(record?.fields, { name: "calc", input: { a: 1 }, output: 2 });
-    t.strictSame(await views(store, "e6-aliases"), [
+    t.strictSame(await eventViews(store, "e6-aliases"), [
       stored,
       { ...tool, name: "calc", input: { a: 1 }, output: 2, tool_name: "calc", params: { a: 1 }, returns: 2 },
     ]);
@@ -889,7 +848,7 @@ t.test("E6: update_events", async (t) => {
     };
     const res = await withJwt("/v2/update_events", { events: [patch] }, jwt);
     t.equal(res.statusCode, 200);
-    t.strictSame(await views(store, "e6-nulls"), [{ ...stored, extra_field: null, another: [1] }, tool]);
+    t.strictSame(await eventViews(store, "e6-nulls"), [{ ...stored, extra_field: null, another: [1] }, tool]);
   });
 
   t.test("E6: an unknown id is a 404 listing it, and nothing is applied", async (t) => {
@@ -900,13 +859,8 @@ t.test("E6: update_events", async (t) => {
       { event_id: "nope", model: "x" },
     ];
     const res = await withJwt("/v2/update_events", { events }, jwt);
-    t.equal(res.statusCode, 404);
-    t.strictSame(res.json(), {
-      error: "Not found",
-      message: "No event with this id in this session: nope",
-      details: [{ path: "events[1].event_id", message: 'unknown event id "nope"' }],
-    });
-    t.strictSame(await views(store, "e6-unknown"), [stored, tool]);
+    isAnswer(t, res, 404, notFound("nope", "events[1].event_id"));
+    t.strictSame(await eventViews(store, "e6-unknown"), [stored, tool]);
   });
 
   t.test("E6: several unknown ids are all listed", async (t) => {
@@ -914,8 +868,7 @@ t.test("E6: update_events", async (t) => {
     const { jwt, stored, tool } = await withEvent("e6-unknowns");
     const events = [{ id: "gone-1" }, { event_id: "u2", name: "renamed" }, { event_id: "gone-2", cost: 1 }];
     const res = await withJwt("/v2/update_events", { events }, jwt);
-    t.equal(res.statusCode, 404);
-    t.strictSame(res.json(), {
+    isAnswer(t, res, 404, {
       error: "Not found",
       message: "No event with these ids in this session: gone-1, gone-2",
       details: [
@@ -923,7 +876,7 @@ t.test("E6: update_events", async (t) => {
         { path: "events[2].event_id", message: 'unknown event id "gone-2"' },
       ],
     });
-    t.strictSame(await views(store, "e6-unknowns"), [stored, tool]);
+    t.strictSame(await eventViews(store, "e6-unknowns"), [stored, tool]);
   });
 
   t.test("E6: an event of another session counts as unknown", async (t) => {
@@ -946,14 +899,9 @@ t.test("E6: update_events", async (t) => {
       },
       mine.jwt,
     );
-    t.equal(res.statusCode, 404);
-    t.strictSame(res.json(), {
-      error: "Not found",
-      message: "No event with this id in this session: only-theirs",
-      details: [{ path: "events[1].event_id", message: 'unknown event id "only-theirs"' }],
-    });
-    t.strictSame(await views(store, "e6-mine"), [mine.stored, mine.tool]);
-    t.strictSame(await views(store, "e6-theirs"), [
+    isAnswer(t, res, 404, notFound("only-theirs", "events[1].event_id"));
+    t.strictSame(await eventViews(store, "e6-mine"), [mine.stored, mine.tool]);
+    t.strictSame(await eventViews(store, "e6-theirs"), [
       base("only-theirs", "llm", "e6-theirs"),
       theirs.stored,
       theirs.tool,
@@ -967,13 +915,8 @@ t.test("E6: update_events", async (t) => {
     const created = await withJwt("/v2/create_events", { events: [{ type: "llm", id: "foreign" }] }, theirs);
     t.equal(created.statusCode, 200);
     const res = await withJwt("/v2/update_events", { events: [{ event_id: "foreign", model: "x" }] }, jwt);
-    t.equal(res.statusCode, 404);
-    t.strictSame(res.json(), {
-      error: "Not found",
-      message: "No event with this id in this session: foreign",
-      details: [{ path: "events[0].event_id", message: 'unknown event id "foreign"' }],
-    });
-    t.strictSame(await views(store, "e6-proj-theirs"), [base("foreign", "llm", "e6-proj-theirs")]);
+    isAnswer(t, res, 404, notFound("foreign", "events[0].event_id"));
+    t.strictSame(await eventViews(store, "e6-proj-theirs"), [base("foreign", "llm", "e6-proj-theirs")]);
   });
 
   t.test("E6: an entry without event_id or id is a 400", async (t) => {
@@ -981,14 +924,15 @@ t.test("E6: update_events", async (t) => {
     const { jwt, stored, tool } = await withEvent("e6-missing");
     for (const entry of [{ model: "x" }, { event_id: null, id: null, model: "x" }]) {
       const res = await withJwt("/v2/update_events", { events: [{ event_id: "u1", model: "y" }, entry] }, jwt);
-      t.equal(res.statusCode, 400, JSON.stringify(entry));
-      t.strictSame(
-        res.json(),
+      isAnswer(
+        t,
+        res,
+        400,
         invalid({ path: "events[1].event_id", message: "is required: give event_id or id" }),
         JSON.stringify(entry),
       );
     }
-    t.strictSame(await views(store, "e6-missing"), [stored, tool]);
+    t.strictSame(await eventViews(store, "e6-missing"), [stored, tool]);
   });
 
   t.test("E6: updated counts distinct events; entries for one event apply in order", async (t) => {
@@ -1000,9 +944,8 @@ t.test("E6: update_events", async (t) => {
       { id: "u1", model: "second" },
     ];
     const res = await withJwt("/v2/update_events", { events }, jwt);
-    t.equal(res.statusCode, 200);
-    t.strictSame(res.json(), { status: "success", updated: 2 });
-    t.strictSame(await views(store, "e6-count"), [
+    isAnswer(t, res, 200, { status: "success", updated: 2 });
+    t.strictSame(await eventViews(store, "e6-count"), [
       { ...stored, model: "second", completion_tokens: 5 },
       { ...tool, output: "done" },
     ]);
@@ -1014,9 +957,8 @@ t.test("E6: update_events", async (t) => {
     const body = { events: [{ event_id: "u1", completion: "4" }] };
     t.strictSame((await withJwt("/v2/update_events", body, jwt)).json(), { status: "success", updated: 1 });
     const again = await withJwt("/v2/update_events", body, jwt);
-    t.equal(again.statusCode, 200);
-    t.strictSame(again.json(), { status: "success", updated: 1 });
-    t.strictSame(await views(store, "e6-repeat"), [{ ...stored, completion: "4" }, tool]);
+    isAnswer(t, again, 200, { status: "success", updated: 1 });
+    t.strictSame(await eventViews(store, "e6-repeat"), [{ ...stored, completion: "4" }, tool]);
   });
 
   t.test("E6: a bad field value is a 400 and nothing is applied", async (t) => {
@@ -1027,12 +969,16 @@ t.test("E6: update_events", async (t) => {
       { event_id: "u2", cost: -1 },
     ];
     const res = await withJwt("/v2/update_events", { events }, jwt);
-    t.equal(res.statusCode, 400);
-    t.strictSame(res.json(), invalid({ path: "events[1].cost", message: "must be >= 0" }));
+    isAnswer(t, res, 400, invalid({ path: "events[1].cost", message: "must be >= 0" }));
     const withUnknown = await withJwt("/v2/update_events", { events: [{ event_id: "nope", cost: -1 }] }, jwt);
-    t.equal(withUnknown.statusCode, 400, "a 400 comes before a 404");
-    t.strictSame(withUnknown.json(), invalid({ path: "events[0].cost", message: "must be >= 0" }));
-    t.strictSame(await views(store, "e6-badvalue"), [stored, tool]);
+    isAnswer(
+      t,
+      withUnknown,
+      400,
+      invalid({ path: "events[0].cost", message: "must be >= 0" }),
+      "a 400 comes before a 404",
+    );
+    t.strictSame(await eventViews(store, "e6-badvalue"), [stored, tool]);
   });
 });
 
@@ -1045,8 +991,7 @@ t.test("E7: create_agent", async (t) => {
     const { session, withJwt, store } = api;
     const jwt = await session("e7-create");
     const res = await withJwt("/v2/create_agent", { id: "b8d63dc0-a7e4-467a-9038-02ccb144ef62", name: "driver" }, jwt);
-    t.equal(res.statusCode, 200);
-    t.strictSame(res.json(), { status: "success", agent_id: "b8d63dc0-a7e4-467a-9038-02ccb144ef62" });
+    isAnswer(t, res, 200, { status: "success", agent_id: "b8d63dc0-a7e4-467a-9038-02ccb144ef62" });
     t.strictSame(await store.listAgents("e7-create"), [
       { id: "b8d63dc0-a7e4-467a-9038-02ccb144ef62", name: "driver", extra: {} },
     ]);
@@ -1056,8 +1001,7 @@ t.test("E7: create_agent", async (t) => {
     const { session, withJwt, store } = api;
     const jwt = await session("e7-noname");
     const res = await withJwt("/v2/create_agent", { id: "anon" }, jwt);
-    t.equal(res.statusCode, 200);
-    t.strictSame(res.json(), { status: "success", agent_id: "anon" });
+    isAnswer(t, res, 200, { status: "success", agent_id: "anon" });
     t.strictSame(await store.listAgents("e7-noname"), [{ id: "anon", name: null, extra: {} }]);
   });
 
@@ -1066,8 +1010,7 @@ t.test("E7: create_agent", async (t) => {
     const jwt = await session("e7-upsert");
     t.equal((await withJwt("/v2/create_agent", { id: "ag", name: "old" }, jwt)).statusCode, 200);
     const again = await withJwt("/v2/create_agent", { id: "ag", name: "new" }, jwt);
-    t.equal(again.statusCode, 200);
-    t.strictSame(again.json(), { status: "success", agent_id: "ag" });
+    isAnswer(t, again, 200, { status: "success", agent_id: "ag" });
     t.strictSame(await store.listAgents("e7-upsert"), [{ id: "ag", name: "new", extra: {} }]);
   });
 
@@ -1088,8 +1031,7 @@ t.test("E7: create_agent", async (t) => {
     ];
     for (const [body, detail] of cases) {
       const res = await withJwt("/v2/create_agent", body, jwt);
-      t.equal(res.statusCode, 400, JSON.stringify(body).slice(0, 40));
-      t.strictSame(res.json(), invalid(detail), JSON.stringify(body).slice(0, 40));
+      isAnswer(t, res, 400, invalid(detail), JSON.stringify(body).slice(0, 40));
     }
     t.strictSame(await store.listAgents("e7-noid"), []);
   });
@@ -1109,7 +1051,7 @@ t.test("E7: create_agent", async (t) => {
     const jwt = await session("e7-orphan");
     const res = await withJwt("/v2/create_events", { events: [{ type: "llm", id: "e", agent_id: "ghost" }] }, jwt);
     t.equal(res.statusCode, 200);
-    t.strictSame(await views(store, "e7-orphan"), [{ ...base("e", "llm", "e7-orphan"), agent_id: "ghost" }]);
+    t.strictSame(await eventViews(store, "e7-orphan"), [{ ...base("e", "llm", "e7-orphan"), agent_id: "ghost" }]);
     t.strictSame(await store.listAgents("e7-orphan"), []);
   });
 
@@ -1137,8 +1079,7 @@ t.test("E7: create_agent", async (t) => {
     const jwt = await session("e7-mine");
     await session("e7-yours");
     const res = await withJwt("/v2/create_agent", { id: "ag", name: "n", session_id: "e7-yours" }, jwt);
-    t.equal(res.statusCode, 403);
-    t.strictSame(res.json(), forbidden("e7-mine", "e7-yours"));
+    isAnswer(t, res, 403, forbidden("e7-mine", "e7-yours"));
     t.strictSame(await store.listAgents("e7-mine"), []);
     t.strictSame(await store.listAgents("e7-yours"), []);
     const own = await withJwt("/v2/create_agent", { id: "ag", name: "n", session_id: "e7-mine" }, jwt);
@@ -1150,8 +1091,7 @@ t.test("E7: create_agent", async (t) => {
     const { session, withKey, store } = api;
     await session("e7-nojwt");
     const res = await withKey("/v2/create_agent", { id: "ag", session_id: "e7-nojwt" });
-    t.equal(res.statusCode, 401);
-    t.strictSame(res.json(), INVALID_JWT);
+    isAnswer(t, res, 401, INVALID_JWT);
     t.strictSame(await store.listAgents("e7-nojwt"), []);
   });
 });

@@ -5,82 +5,26 @@
 import { join } from "node:path";
 import { deflateSync, gzipSync } from "node:zlib";
 import type { LightMyRequestResponse } from "fastify";
-import t, { type Test } from "tap";
+import t from "tap";
 import { openDb, sqliteStore } from "../db/sqlite.ts";
 import { signJwt } from "../lib/auth.ts";
 import { eventView, sessionView } from "../lib/records.ts";
-import { API_KEY, build, JWT_SECRET, leaksNothing, OTHER_PROJECT_KEY, type TestApp } from "./helper.ts";
-
-const MIB = 1024 * 1024;
-const INVALID_API_KEY = { error: "Invalid API key", message: "Please check your API key and try again" };
-const INVALID_JWT = {
-  error: "Invalid or expired JWT",
-  message: "Please reauthorize using the /v2/reauthorize_jwt endpoint",
-};
-const UNKNOWN_KEY = "33333333-3333-4333-8333-333333333333";
-
-interface Detail {
-  path: string;
-  message: string;
-}
-interface ErrorBody {
-  error: string;
-  message: string;
-  details?: Detail[];
-}
-
-/** G1: 200, a JSON object, `status: "success"`, and exactly the keys the operation documents. */
-function isSuccess(t: Test, res: LightMyRequestResponse, keys: string[]) {
-  t.equal(res.statusCode, 200, `200 (body: ${res.body.slice(0, 300)})`);
-  t.match(res.headers["content-type"], /^application\/json/, "JSON content type");
-  const body = res.json();
-  t.ok(typeof body === "object" && body !== null && !Array.isArray(body), "the body is a JSON object");
-  t.equal(body.status, "success", "status is success");
-  t.same(Object.keys(body).sort(), ["status", ...keys].sort(), "exactly the documented keys");
-  return body;
-}
-
-/** G2: the status, a JSON object of error/message (and details only where allowed), nothing internal. */
-function isError(t: Test, res: LightMyRequestResponse, status: number, error?: string): ErrorBody {
-  t.equal(res.statusCode, status, `status ${status} (body: ${res.body.slice(0, 300)})`);
-  t.match(res.headers["content-type"], /^application\/json/, "JSON content type");
-  const body = res.json() as ErrorBody;
-  t.ok(typeof body === "object" && body !== null && !Array.isArray(body), "the body is a JSON object");
-  const keys = Object.keys(body).sort();
-  t.ok(
-    JSON.stringify(keys) === '["error","message"]' || JSON.stringify(keys) === '["details","error","message"]',
-    `only error, message and details (got ${keys.join(", ")})`,
-  );
-  t.type(body.error, "string");
-  t.type(body.message, "string");
-  t.ok(body.error.length > 0 && body.message.length > 0, "error and message are not empty");
-  if (error !== undefined) t.equal(body.error, error, `error is "${error}"`);
-  if (body.details !== undefined) {
-    t.ok(Array.isArray(body.details), "details is an array");
-    for (const detail of body.details) {
-      t.same(Object.keys(detail).sort(), ["message", "path"], "each detail is {path, message}");
-      t.type(detail.path, "string");
-      t.type(detail.message, "string");
-      t.ok(detail.message.length > 0, "each detail has a message");
-    }
-  }
-  t.ok(leaksNothing(res.body), `nothing internal leaks: ${res.body.slice(0, 300)}`);
-  return body;
-}
-
-/** A 400 schema violation whose details name exactly these paths, one entry each. */
-function isInvalid(t: Test, res: LightMyRequestResponse, paths: string[]): ErrorBody {
-  const body = isError(t, res, 400, "Invalid request");
-  t.ok(Array.isArray(body.details), "a schema violation carries details");
-  t.same((body.details ?? []).map((d) => d.path).sort(), [...paths].sort(), `details name ${paths.join(", ")}`);
-  return body;
-}
-
-/** POST a raw payload with exactly the headers given. */
-const rawPost = (api: TestApp, url: string, payload: string | Buffer, headers: Record<string, string>) =>
-  api.inject({ method: "POST", url, headers, payload });
-
-const json = "application/json";
+import {
+  API_KEY,
+  build,
+  eventViews,
+  INVALID_API_KEY,
+  INVALID_JWT,
+  isError,
+  isInvalid,
+  isSuccess,
+  JWT_SECRET,
+  json,
+  MIB,
+  OTHER_PROJECT_KEY,
+  rawPost,
+  UNKNOWN_KEY,
+} from "./helper.ts";
 
 /** A stored timestamp in microsecond form, so `…43.5Z` and `…43.500000Z` compare equal. */
 function micro(iso: string | null | undefined): string {
@@ -644,8 +588,7 @@ t.test("G4: JSON with any parameters, gzip and deflate bodies; the limit applies
       await rawPost(api, "/v2/create_events", JSON.stringify(id), { ...bearer, "content-encoding": "identity" }),
       ["event_ids"],
     );
-    const events = await api.store.listEvents("g4-zip");
-    const byId = new Map(events.map((e) => [e.id, eventView(e, "g4-zip")]));
+    const byId = new Map((await eventViews(api.store, "g4-zip")).map((e) => [e.id, e]));
     t.equal(byId.get("gz-1")?.model, "gpt-4o");
     t.equal(byId.get("gz-1")?.prompt, "2+2?");
     t.equal(byId.get("df-1")?.name, "calc");

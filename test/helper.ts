@@ -1,12 +1,18 @@
 /**
  * Shared test setup: the real app on a real SQLite database (`:memory:` unless a file is asked
- * for), with one project and API key ready, and small helpers for the calls every test makes.
+ * for), with one project and API key ready, and small helpers for the calls every test makes,
+ * the exact error bodies of the contract and the assertions the test files share.
  */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from "fastify";
+import type { Test } from "tap";
 import { type AppOptions, buildApp } from "../app.ts";
 import { openDb, sqliteStore } from "../db/sqlite.ts";
 import type { Store } from "../db/store.ts";
 import { hashApiKey, keyPrefix } from "../lib/auth.ts";
+import { eventView, sessionView } from "../lib/records.ts";
 
 export const API_KEY = "11111111-1111-4111-8111-111111111111";
 export const OTHER_PROJECT_KEY = "22222222-2222-4222-8222-222222222222";
@@ -20,7 +26,14 @@ interface Teardown {
 export interface TestApp {
   app: FastifyInstance;
   store: Store;
-  /** POST a JSON body with the API key (or the headers given). */
+  /** POST a JSON body with exactly these headers (and a JSON content type), from this client address. */
+  post(
+    url: string,
+    body: unknown,
+    headers?: Record<string, string>,
+    remoteAddress?: string,
+  ): Promise<LightMyRequestResponse>;
+  /** POST a JSON body with the API key (or the key given). */
   withKey(url: string, body: unknown, key?: string): Promise<LightMyRequestResponse>;
   /** POST a JSON body with a bearer JWT. */
   withJwt(url: string, body: unknown, jwt: string): Promise<LightMyRequestResponse>;
@@ -41,12 +54,13 @@ export async function build(t: Teardown, options: Partial<AppOptions> & { dbPath
   await app.ready();
   t.teardown(() => app.close());
 
-  const post = (url: string, body: unknown, headers: Record<string, string>) =>
+  const post = (url: string, body: unknown, headers: Record<string, string> = {}, remoteAddress?: string) =>
     app.inject({
       method: "POST",
       url,
       headers: { "content-type": "application/json", ...headers },
       payload: JSON.stringify(body),
+      ...(remoteAddress === undefined ? {} : { remoteAddress }),
     });
   const withKey = (url: string, body: unknown, key = API_KEY) => post(url, body, { "x-agentmon-api-key": key });
   const withJwt = (url: string, body: unknown, jwt: string) => post(url, body, { authorization: `Bearer ${jwt}` });
@@ -55,10 +69,146 @@ export async function build(t: Teardown, options: Partial<AppOptions> & { dbPath
     if (res.statusCode !== 200) throw new Error(`create_session answered ${res.statusCode}: ${res.body}`);
     return (res.json() as { jwt: string }).jwt;
   };
-  return { app, store, withKey, withJwt, session, inject: (o) => app.inject(o) };
+  return { app, store, post, withKey, withJwt, session, inject: (o) => app.inject(o) };
 }
 
 /** Asserts nothing internal leaks into an error body (G2). */
 export function leaksNothing(body: string): boolean {
   return !/\bat \S+ \(|node_modules|\/work\/|\.ts:\d|SQLITE|sqlite|SELECT |INSERT |stack/i.test(body);
+}
+
+export const UNKNOWN_KEY = "33333333-3333-4333-8333-333333333333";
+export const MIB = 1024 * 1024;
+export const json = "application/json";
+
+// ----------------------------------------------------------------------------- error bodies (G2)
+
+export interface Detail {
+  path: string;
+  message: string;
+}
+
+export interface ErrorBody {
+  error: string;
+  message: string;
+  details?: Detail[];
+}
+
+export const INVALID_API_KEY = { error: "Invalid API key", message: "Please check your API key and try again" };
+
+export const INVALID_JWT = {
+  error: "Invalid or expired JWT",
+  message: "Please reauthorize using the /v2/reauthorize_jwt endpoint",
+};
+
+/** The G2 body of a 400 with exactly one problem. */
+export const invalid = (detail: Detail) => ({
+  error: "Invalid request",
+  message: `The request body is not valid: ${detail.path} ${detail.message}`,
+  details: [detail],
+});
+
+/** The 403 body for a JWT of session `own` naming session `other`. */
+export const forbidden = (own: string, other: string) => ({
+  error: "Forbidden",
+  message: `This JWT belongs to session ${own}; it cannot write to session ${other}`,
+});
+
+// ----------------------------------------------------------------------------- assertions
+
+/** Asserts the status and that the JSON body is exactly `body`; both assertions carry the message, if one is given. */
+export function isAnswer(
+  t: Test,
+  res: LightMyRequestResponse,
+  status: number,
+  body: unknown,
+  ...message: [] | [string]
+) {
+  t.equal(res.statusCode, status, ...message);
+  t.strictSame(res.json(), body, ...message);
+}
+
+/** G1: 200, a JSON object, `status: "success"`, and exactly the keys the operation documents. */
+export function isSuccess(t: Test, res: LightMyRequestResponse, keys: string[]) {
+  t.equal(res.statusCode, 200, `200 (body: ${res.body.slice(0, 300)})`);
+  t.match(res.headers["content-type"], /^application\/json/, "JSON content type");
+  const body = res.json();
+  t.ok(typeof body === "object" && body !== null && !Array.isArray(body), "the body is a JSON object");
+  t.equal(body.status, "success", "status is success");
+  t.same(Object.keys(body).sort(), ["status", ...keys].sort(), "exactly the documented keys");
+  return body;
+}
+
+/** G2: the status, a JSON object of error/message (and details only where allowed), nothing internal. */
+export function isError(t: Test, res: LightMyRequestResponse, status: number, error?: string): ErrorBody {
+  t.equal(res.statusCode, status, `status ${status} (body: ${res.body.slice(0, 300)})`);
+  t.match(res.headers["content-type"], /^application\/json/, "JSON content type");
+  const body = res.json() as ErrorBody;
+  t.ok(typeof body === "object" && body !== null && !Array.isArray(body), "the body is a JSON object");
+  const keys = Object.keys(body).sort();
+  t.ok(
+    JSON.stringify(keys) === '["error","message"]' || JSON.stringify(keys) === '["details","error","message"]',
+    `only error, message and details (got ${keys.join(", ")})`,
+  );
+  t.type(body.error, "string");
+  t.type(body.message, "string");
+  t.ok(body.error.length > 0 && body.message.length > 0, "error and message are not empty");
+  if (error !== undefined) t.equal(body.error, error, `error is "${error}"`);
+  if (body.details !== undefined) {
+    t.ok(Array.isArray(body.details), "details is an array");
+    for (const detail of body.details) {
+      t.same(Object.keys(detail).sort(), ["message", "path"], "each detail is {path, message}");
+      t.type(detail.path, "string");
+      t.type(detail.message, "string");
+      t.ok(detail.message.length > 0, "each detail has a message");
+    }
+  }
+  t.ok(leaksNothing(res.body), `nothing internal leaks: ${res.body.slice(0, 300)}`);
+  return body;
+}
+
+/** A 400 schema violation whose details name exactly these paths, one entry each. */
+export function isInvalid(t: Test, res: LightMyRequestResponse, paths: string[]): ErrorBody {
+  const body = isError(t, res, 400, "Invalid request");
+  t.ok(Array.isArray(body.details), "a schema violation carries details");
+  t.same((body.details ?? []).map((d) => d.path).sort(), [...paths].sort(), `details name ${paths.join(", ")}`);
+  return body;
+}
+
+// ----------------------------------------------------------------------------- requests and readback
+
+/** POST a raw payload with exactly the headers given. */
+export const rawPost = (api: TestApp, url: string, payload: string | Buffer, headers: Record<string, string>) =>
+  api.inject({ method: "POST", url, headers, payload });
+
+/** A session's stored events, as clients read them. */
+export async function eventViews(store: Store, sessionId: string) {
+  return (await store.listEvents(sessionId)).map((event) => eventView(event, sessionId));
+}
+
+/** The ids of a session's stored events. */
+export async function eventIds(store: Store, sessionId: string) {
+  return (await store.listEvents(sessionId)).map((event) => event.id);
+}
+
+/** A session as stored, in the shape clients read it (S6); undefined when there is none. */
+export async function storedSession(store: Store, id: string) {
+  const record = await store.getSession(id);
+  return record === undefined ? undefined : sessionView(record);
+}
+
+/** The header and claims of a JWT, read without checking it (the server checks it when it is used). */
+export function decodeJwt(jwt: string): { header: Record<string, unknown>; claims: Record<string, unknown> } {
+  const [header = "", claims = ""] = jwt.split(".");
+  return {
+    header: JSON.parse(Buffer.from(header, "base64url").toString("utf8")),
+    claims: JSON.parse(Buffer.from(claims, "base64url").toString("utf8")),
+  };
+}
+
+/** A temporary directory, removed when the test ends. */
+export function tempDir(t: Teardown): string {
+  const dir = mkdtempSync(join(tmpdir(), "agentmon-test-"));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
 }

@@ -4,8 +4,8 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import t, { type Test } from "tap";
-import { eventView, sessionView } from "../lib/records.ts";
-import { build } from "./helper.ts";
+import { sessionView } from "../lib/records.ts";
+import { build, eventViews } from "./helper.ts";
 
 const FIXTURES = new URL("../../shared/fixtures/agentops-sdk-0.3/", import.meta.url);
 
@@ -83,7 +83,7 @@ for (const version of readdirSync(FIXTURES).sort()) {
 
     const sent: Record<string, any>[] = fixtures[3]?.body.events;
     const find = (kind: string) => sent.find((e) => e.event_type === kind) as Record<string, any>;
-    const events = (await store.listEvents(sessionId)).map((e) => eventView(e, sessionId));
+    const events = await eventViews(store, sessionId);
     const distinctIds = new Set(sent.map((e) => e.id).filter((id) => id));
     const withoutId = sent.filter((e) => !e.id).length;
     t.equal(events.length, distinctIds.size + withoutId, "one stored event per distinct id, plus those sent without");

@@ -4,29 +4,17 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import t from "tap";
+import t, { type Test } from "tap";
 import { openDb, sqliteStore } from "../db/sqlite.ts";
 import type { ApiKeyRecord } from "../db/store.ts";
 import { hashApiKey, keyPrefix } from "../lib/auth.ts";
 import { ConfigError, loadConfig, main, readSize } from "../server.ts";
-import { build } from "./helper.ts";
-
-/** The type of the `t` a subtest callback gets. */
-type Test = Parameters<Parameters<typeof t.test>[0]>[0];
+import { API_KEY, build, eventIds, INVALID_JWT, MIB, tempDir } from "./helper.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const MIB = 1024 * 1024;
 const ROOT = new URL("..", import.meta.url).pathname;
 const WAIT_MS = 20_000;
-
-function tempDir(t: Test): string {
-  const dir = mkdtempSync(join(tmpdir(), "agentmon-server-"));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
 
 /** An `io` for main() that keeps what it prints. */
 function capture() {
@@ -190,7 +178,7 @@ t.test("keys revoke <whole key> revokes it", async (t) => {
 t.test("keys revoke on the database of a running server: the key and its JWTs fail at once", async (t) => {
   const db = join(tempDir(t), "keys.db");
   const app = await build(t, { dbPath: db });
-  const key = "11111111-1111-4111-8111-111111111111";
+  const key = API_KEY;
   const jwt = await app.session("s1", {}, key);
   const { code } = await run(["keys", "revoke", key.slice(0, 8)], db);
   t.equal(code, 0);
@@ -198,7 +186,7 @@ t.test("keys revoke on the database of a running server: the key and its JWTs fa
   t.equal(res.statusCode, 401, "the key fails");
   const events = await app.withJwt("/v2/create_events", { events: [{ type: "llm" }] }, jwt);
   t.equal(events.statusCode, 401, "its JWT fails");
-  t.equal(events.json().error, "Invalid or expired JWT");
+  t.equal(events.json().error, INVALID_JWT.error);
 });
 
 t.test("keys revoke with an ambiguous or unknown key: exit 1 with one line", async (t) => {
@@ -519,11 +507,7 @@ t.test("serve: a real process answers, logs each request once, stops on SIGTERM 
   const store = sqliteStore(openDb(db));
   const session = await store.getSession("real-1");
   t.equal(session?.id, "real-1", "the session is in the database");
-  t.same(
-    (await store.listEvents("real-1")).map((e) => e.id),
-    ["ev-1"],
-    "and its event",
-  );
+  t.same(await eventIds(store, "real-1"), ["ev-1"], "and its event");
   await store.close();
 
   // 4.4: the secret was generated at first start and kept in the database; a restart keeps JWTs valid.

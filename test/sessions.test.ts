@@ -2,10 +2,22 @@
  * Contract part 2, rules S1..S7: sessions, through real HTTP on a real (in-memory) SQLite store.
  * Every subtest name starts with the rule id it pins.
  */
-import t from "tap";
+import t, { type Test } from "tap";
 import type { Store } from "../db/store.ts";
-import { sessionView } from "../lib/records.ts";
-import { API_KEY, build, OTHER_PROJECT_KEY, type TestApp } from "./helper.ts";
+import {
+  API_KEY,
+  build,
+  decodeJwt,
+  eventIds,
+  forbidden,
+  INVALID_API_KEY,
+  INVALID_JWT,
+  invalid,
+  isAnswer,
+  OTHER_PROJECT_KEY,
+  storedSession,
+  type TestApp,
+} from "./helper.ts";
 
 const NOW = Date.UTC(2026, 10, 22, 5, 9, 43, 640);
 const NOW_ISO = "2026-11-22T05:09:43.640Z";
@@ -18,34 +30,6 @@ const END_STATE_RULE =
   "must be one of Success, Fail, Indeterminate (any case), or an alias: " +
   'completed, complete, succeeded, ok, failed, failure, error, errored, unknown, ""';
 
-interface Detail {
-  path: string;
-  message: string;
-}
-
-/** The G2 body of a 400 with exactly one problem. */
-const invalid = (detail: Detail) => ({
-  error: "Invalid request",
-  message: `The request body is not valid: ${detail.path} ${detail.message}`,
-  details: [detail],
-});
-
-const INVALID_JWT = {
-  error: "Invalid or expired JWT",
-  message: "Please reauthorize using the /v2/reauthorize_jwt endpoint",
-};
-
-const forbidden = (own: string, other: string) => ({
-  error: "Forbidden",
-  message: `This JWT belongs to session ${own}; it cannot write to session ${other}`,
-});
-
-/** A session as stored, in the shape clients read it (S6); undefined when there is none. */
-async function stored(store: Store, id: string) {
-  const record = await store.getSession(id);
-  return record === undefined ? undefined : sessionView(record);
-}
-
 /** The bare session of S6: every named field null but the id and init_timestamp. */
 const bare = (id: string, init = NOW_ISO) => ({
   id,
@@ -56,12 +40,6 @@ const bare = (id: string, init = NOW_ISO) => ({
   tags: null,
   host_env: null,
 });
-
-/** The claims of a JWT, read without checking it (the server checks it when it is used). */
-function claims(jwt: string): Record<string, unknown> {
-  const payload = jwt.split(".")[1] ?? "";
-  return JSON.parse(Buffer.from(payload, "base64url").toString("utf8")) as Record<string, unknown>;
-}
 
 async function projectIdOf(store: Store, name: string): Promise<string> {
   const key = (await store.listApiKeys()).find((k) => k.project_name === name);
@@ -95,39 +73,32 @@ async function tokenCost({ session, withJwt }: TestApp, events: unknown[]): Prom
 
 t.test("S1: create_session", async (t) => {
   const api = await build(t, { now: () => clock });
+
+  /** /v2/create_session with this session answers 200 naming `id`, and the bare session `id` is stored. */
+  async function createsBare(t: Test, session: Record<string, unknown>, id: string) {
+    const res = await api.withKey("/v2/create_session", { session });
+    t.equal(res.statusCode, 200, id);
+    t.equal(res.json().session_id, id, id);
+    t.strictSame(await storedSession(api.store, id), bare(id), id);
+  }
+
   t.test("S1: id alone creates the session in the key's project", async (t) => {
-    const { withKey, store } = api;
-    const res = await withKey("/v2/create_session", { session: { id: "s-id" } });
-    t.equal(res.statusCode, 200);
-    t.equal(res.json().session_id, "s-id");
-    t.strictSame(await stored(store, "s-id"), bare("s-id"));
-    t.equal((await store.getSession("s-id"))?.project_id, await projectIdOf(store, "default"));
+    await createsBare(t, { id: "s-id" }, "s-id");
+    t.equal((await api.store.getSession("s-id"))?.project_id, await projectIdOf(api.store, "default"));
   });
 
   t.test("S1: session_id alone (the SDK's name) creates the session", async (t) => {
-    const { withKey, store } = api;
-    const res = await withKey("/v2/create_session", { session: { session_id: "s-sid" } });
-    t.equal(res.statusCode, 200);
-    t.equal(res.json().session_id, "s-sid");
-    t.strictSame(await stored(store, "s-sid"), bare("s-sid"));
+    await createsBare(t, { session_id: "s-sid" }, "s-sid");
   });
 
   t.test("S1: id and session_id both given and equal are accepted", async (t) => {
-    const { withKey, store } = api;
-    const res = await withKey("/v2/create_session", { session: { id: "same", session_id: "same" } });
-    t.equal(res.statusCode, 200);
-    t.equal(res.json().session_id, "same");
-    t.strictSame(await stored(store, "same"), bare("same"));
+    await createsBare(t, { id: "same", session_id: "same" }, "same");
   });
 
   t.test("S1: id and session_id that differ are a 400 at session.session_id, nothing stored", async (t) => {
     const { withKey, store } = api;
     const res = await withKey("/v2/create_session", { session: { id: "a", session_id: "b" } });
-    t.equal(res.statusCode, 400);
-    t.strictSame(
-      res.json(),
-      invalid({ path: "session.session_id", message: 'must equal id ("a") when both are given' }),
-    );
+    isAnswer(t, res, 400, invalid({ path: "session.session_id", message: 'must equal id ("a") when both are given' }));
     t.equal(await store.getSession("a"), undefined);
     t.equal(await store.getSession("b"), undefined);
   });
@@ -137,27 +108,23 @@ t.test("S1: create_session", async (t) => {
     const expected = invalid({ path: "session.id", message: "is required: give id or session_id" });
     for (const session of [{}, { id: null, session_id: null }, { tags: ["x"] }]) {
       const res = await withKey("/v2/create_session", { session });
-      t.equal(res.statusCode, 400, JSON.stringify(session));
-      t.strictSame(res.json(), expected, JSON.stringify(session));
+      isAnswer(t, res, 400, expected, JSON.stringify(session));
     }
   });
 
   t.test("S1: a body without the session wrapper is a 400 on /v2/create_session", async (t) => {
     const { withKey, store } = api;
     const res = await withKey("/v2/create_session", { id: "unwrapped" });
-    t.equal(res.statusCode, 400);
-    t.strictSame(res.json(), invalid({ path: "session", message: "is required" }));
+    isAnswer(t, res, 400, invalid({ path: "session", message: "is required" }));
     t.equal(await store.getSession("unwrapped"), undefined);
   });
 
   t.test("S1: an empty id or session_id is a 400", async (t) => {
     const { withKey } = api;
     const byId = await withKey("/v2/create_session", { session: { id: "" } });
-    t.equal(byId.statusCode, 400);
-    t.strictSame(byId.json(), invalid({ path: "session.id", message: "must not be empty" }));
+    isAnswer(t, byId, 400, invalid({ path: "session.id", message: "must not be empty" }));
     const bySessionId = await withKey("/v2/create_session", { session: { session_id: "" } });
-    t.equal(bySessionId.statusCode, 400);
-    t.strictSame(bySessionId.json(), invalid({ path: "session.session_id", message: "must not be empty" }));
+    isAnswer(t, bySessionId, 400, invalid({ path: "session.session_id", message: "must not be empty" }));
   });
 
   t.test("S1: an id of 256 characters is accepted, 257 is a 400", async (t) => {
@@ -166,25 +133,19 @@ t.test("S1: create_session", async (t) => {
     t.equal(ok.statusCode, 200);
     t.ok(await store.getSession("x".repeat(256)));
     const long = await withKey("/v2/create_session", { session: { id: "y".repeat(257) } });
-    t.equal(long.statusCode, 400);
-    t.strictSame(long.json(), invalid({ path: "session.id", message: "must be at most 256 characters" }));
+    isAnswer(t, long, 400, invalid({ path: "session.id", message: "must be at most 256 characters" }));
     t.equal(await store.getSession("y".repeat(257)), undefined);
   });
 
   t.test("S1: an id that is not a string is a 400", async (t) => {
     const { withKey } = api;
     const res = await withKey("/v2/create_session", { session: { id: 42 } });
-    t.equal(res.statusCode, 400);
-    t.strictSame(res.json(), invalid({ path: "session.id", message: "must be a string or null" }));
+    isAnswer(t, res, 400, invalid({ path: "session.id", message: "must be a string or null" }));
   });
 
   t.test("S1: any unique string is an id", async (t) => {
-    const { withKey, store } = api;
     for (const id of ["79f6fc6b-8463-4bc7-8a68-c3f84a2c9423", "run #1 / ünïcode ✓", "  spaced  "]) {
-      const res = await withKey("/v2/create_session", { session: { id } });
-      t.equal(res.statusCode, 200, id);
-      t.equal(res.json().session_id, id);
-      t.strictSame(await stored(store, id), bare(id), id);
+      await createsBare(t, { id }, id);
     }
   });
 
@@ -207,9 +168,10 @@ t.test("S1: create_session", async (t) => {
   t.test("S1: an init_timestamp that is a date alone is a 400 naming the path", async (t) => {
     const { withKey, store } = api;
     const res = await withKey("/v2/create_session", { session: { id: "date", init_timestamp: "2026-11-22" } });
-    t.equal(res.statusCode, 400);
-    t.strictSame(
-      res.json(),
+    isAnswer(
+      t,
+      res,
+      400,
       invalid({
         path: "session.init_timestamp",
         message: "must be an ISO 8601 date-time with a time, such as 2026-11-22T05:09:43.640361Z",
@@ -234,7 +196,7 @@ t.test("S1: create_session", async (t) => {
       },
     });
     t.equal(res.statusCode, 200);
-    t.strictSame(await stored(store, "full"), {
+    t.strictSame(await storedSession(store, "full"), {
       id: "full",
       init_timestamp: "2026-11-22T05:09:43.640361Z",
       end_timestamp: "2026-11-22T05:09:50.5Z",
@@ -249,8 +211,7 @@ t.test("S1: create_session", async (t) => {
   t.test("S1: tags must be an array of strings", async (t) => {
     const { withKey, store } = api;
     const res = await withKey("/v2/create_session", { session: { id: "bad-tags", tags: ["ok", 7] } });
-    t.equal(res.statusCode, 400);
-    t.strictSame(res.json(), invalid({ path: "session.tags[1]", message: "must be a string" }));
+    isAnswer(t, res, 400, invalid({ path: "session.tags[1]", message: "must be a string" }));
     t.equal(await store.getSession("bad-tags"), undefined);
   });
 
@@ -259,7 +220,7 @@ t.test("S1: create_session", async (t) => {
     const res = await withKey("/create_session", { session_id: "flat", tags: ["a"], extra_field: 1 });
     t.equal(res.statusCode, 200);
     t.equal(res.json().session_id, "flat");
-    t.strictSame(await stored(store, "flat"), { ...bare("flat"), tags: ["a"], extra_field: 1 });
+    t.strictSame(await storedSession(store, "flat"), { ...bare("flat"), tags: ["a"], extra_field: 1 });
   });
 
   t.test("S1: /create_session accepts the wrapped form", async (t) => {
@@ -267,7 +228,7 @@ t.test("S1: create_session", async (t) => {
     const res = await withKey("/create_session", { session: { id: "wrapped", tags: ["w"] } });
     t.equal(res.statusCode, 200);
     t.equal(res.json().session_id, "wrapped");
-    t.strictSame(await stored(store, "wrapped"), { ...bare("wrapped"), tags: ["w"] });
+    t.strictSame(await storedSession(store, "wrapped"), { ...bare("wrapped"), tags: ["w"] });
   });
 
   t.test("S1: /create_session with a top-level id is flat even beside a session object", async (t) => {
@@ -275,7 +236,7 @@ t.test("S1: create_session", async (t) => {
     const res = await withKey("/create_session", { id: "top", session: { id: "inner" } });
     t.equal(res.statusCode, 200);
     t.equal(res.json().session_id, "top");
-    t.strictSame(await stored(store, "top"), { ...bare("top"), session: { id: "inner" } });
+    t.strictSame(await storedSession(store, "top"), { ...bare("top"), session: { id: "inner" } });
     t.equal(await store.getSession("inner"), undefined);
   });
 
@@ -289,15 +250,14 @@ t.test("S1: create_session", async (t) => {
       const res = await withKey("/create_session", body);
       t.equal(res.statusCode, 200, id);
       t.equal(res.json().session_id, id);
-      t.strictSame(await stored(store, id), { ...bare(id), tags: ["n"] }, id);
+      t.strictSame(await storedSession(store, id), { ...bare(id), tags: ["n"] }, id);
     }
   });
 
   t.test("S1: /create_session flat with differing id and session_id is a 400 at session_id", async (t) => {
     const { withKey, store } = api;
     const res = await withKey("/create_session", { id: "fa", session_id: "fb" });
-    t.equal(res.statusCode, 400);
-    t.strictSame(res.json(), invalid({ path: "session_id", message: 'must equal id ("fa") when both are given' }));
+    isAnswer(t, res, 400, invalid({ path: "session_id", message: 'must equal id ("fa") when both are given' }));
     t.equal(await store.getSession("fa"), undefined);
     t.equal(await store.getSession("fb"), undefined);
   });
@@ -305,8 +265,7 @@ t.test("S1: create_session", async (t) => {
   t.test("S1: /create_session flat with no id is a 400", async (t) => {
     const { withKey } = api;
     const res = await withKey("/create_session", { tags: ["x"] });
-    t.equal(res.statusCode, 400);
-    t.strictSame(res.json(), invalid({ path: "id", message: "is required: give id or session_id" }));
+    isAnswer(t, res, 400, invalid({ path: "id", message: "is required: give id or session_id" }));
   });
 
   t.test("S1: create_session needs an API key", async (t) => {
@@ -317,8 +276,7 @@ t.test("S1: create_session", async (t) => {
       headers: { "content-type": "application/json" },
       payload: JSON.stringify({ session: { id: "nokey" } }),
     });
-    t.equal(res.statusCode, 401);
-    t.strictSame(res.json(), { error: "Invalid API key", message: "Please check your API key and try again" });
+    isAnswer(t, res, 401, INVALID_API_KEY);
     t.equal(await store.getSession("nokey"), undefined);
   });
 });
@@ -338,7 +296,7 @@ t.test("S2: create_session answer", async (t) => {
     t.equal(body.session_id, "s2");
     t.equal(body.session_url, `${SESSION_URL}s2`);
     t.match(body.jwt, /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/);
-    const c = claims(body.jwt);
+    const c = decodeJwt(body.jwt).claims;
     t.equal(c.session_id, "s2");
     t.equal(c.project_id, await projectIdOf(store, "default"));
     t.equal(c.iat, Math.floor(NOW / 1000));
@@ -402,7 +360,7 @@ t.test("S3: creating an id that exists", async (t) => {
       },
     });
     t.equal(first.statusCode, 200);
-    const before = await stored(store, "dup");
+    const before = await storedSession(store, "dup");
 
     clock = NOW + 5000;
     const again = await withKey("/v2/create_session", {
@@ -424,10 +382,10 @@ t.test("S3: creating an id that exists", async (t) => {
     t.equal(body.session_id, "dup");
     t.equal(body.session_url, `${SESSION_URL}dup`);
     t.not(body.jwt, first.json().jwt, "a fresh JWT");
-    t.equal(claims(body.jwt).iat, Math.floor((NOW + 5000) / 1000));
-    t.equal(claims(body.jwt).session_id, "dup");
+    t.equal(decodeJwt(body.jwt).claims.iat, Math.floor((NOW + 5000) / 1000));
+    t.equal(decodeJwt(body.jwt).claims.session_id, "dup");
 
-    t.strictSame(await stored(store, "dup"), before, "nothing overwritten");
+    t.strictSame(await storedSession(store, "dup"), before, "nothing overwritten");
     t.strictSame(before, {
       ...bare("dup"),
       tags: ["one"],
@@ -449,7 +407,7 @@ t.test("S3: creating an id that exists", async (t) => {
     const again = await withKey("/create_session", { id: "dup-flat", tags: ["b"] });
     t.equal(again.statusCode, 200);
     t.equal(again.json().session_id, "dup-flat");
-    t.strictSame(await stored(store, "dup-flat"), { ...bare("dup-flat"), tags: ["a"] });
+    t.strictSame(await storedSession(store, "dup-flat"), { ...bare("dup-flat"), tags: ["a"] });
   });
 
   t.test("S3: same id in another project is a 409 and changes nothing", async (t) => {
@@ -461,8 +419,7 @@ t.test("S3: creating an id that exists", async (t) => {
       { session: { id: "taken", tags: ["theirs"], end_state: "Fail" } },
       OTHER_PROJECT_KEY,
     );
-    t.equal(res.statusCode, 409);
-    t.strictSame(res.json(), {
+    isAnswer(t, res, 409, {
       error: "Session already exists",
       message: "Session taken belongs to another project; choose another id",
     });
@@ -477,8 +434,7 @@ t.test("S3: creating an id that exists", async (t) => {
     t.equal(flat.statusCode, 409);
     t.equal(flat.json().error, "Session already exists");
     const wrapped = await withKey("/v2/create_session", { session: { session_id: "taken2" } }, API_KEY);
-    t.equal(wrapped.statusCode, 409);
-    t.strictSame(wrapped.json(), {
+    isAnswer(t, wrapped, 409, {
       error: "Session already exists",
       message: "Session taken2 belongs to another project; choose another id",
     });
@@ -488,8 +444,7 @@ t.test("S3: creating an id that exists", async (t) => {
     const { withKey, session } = api;
     await session("taken3", {}, OTHER_PROJECT_KEY);
     const res = await withKey("/v2/create_session", { session: { id: "taken3", tags: [1] } }, API_KEY);
-    t.equal(res.statusCode, 400);
-    t.strictSame(res.json(), invalid({ path: "session.tags[0]", message: "must be a string" }));
+    isAnswer(t, res, 400, invalid({ path: "session.tags[0]", message: "must be a string" }));
   });
 });
 
@@ -540,12 +495,10 @@ t.test("S4: update_session", async (t) => {
     const yours = await store.getSession("yours");
     for (const ids of [{ id: "yours" }, { session_id: "yours" }, { id: "yours", session_id: "yours" }]) {
       const res = await withJwt("/v2/update_session", { session: { ...ids, tags: ["hacked"] } }, jwt);
-      t.equal(res.statusCode, 403, JSON.stringify(ids));
-      t.strictSame(res.json(), forbidden("mine", "yours"), JSON.stringify(ids));
+      isAnswer(t, res, 403, forbidden("mine", "yours"), JSON.stringify(ids));
     }
     const ghost = await withJwt("/v2/update_session", { session: { id: "ghost", tags: ["x"] } }, jwt);
-    t.equal(ghost.statusCode, 403);
-    t.strictSame(ghost.json(), forbidden("mine", "ghost"));
+    isAnswer(t, ghost, 403, forbidden("mine", "ghost"));
     t.strictSame(await store.getSession("mine"), mine);
     t.strictSame(await store.getSession("yours"), yours);
     t.equal(await store.getSession("ghost"), undefined);
@@ -557,8 +510,7 @@ t.test("S4: update_session", async (t) => {
     await session("theirs2", { tags: ["t"] }, OTHER_PROJECT_KEY);
     const before = await store.getSession("theirs2");
     const res = await withJwt("/v2/update_session", { session: { id: "theirs2", tags: ["x"] } }, jwt);
-    t.equal(res.statusCode, 403);
-    t.strictSame(res.json(), forbidden("mine2", "theirs2"));
+    isAnswer(t, res, 403, forbidden("mine2", "theirs2"));
     t.strictSame(await store.getSession("theirs2"), before);
   });
 
@@ -571,10 +523,12 @@ t.test("S4: update_session", async (t) => {
       ["other", "s4-differ"],
     ] as const) {
       const res = await withJwt("/v2/update_session", { session: { id, session_id: sid, tags: ["x"] } }, jwt);
-      t.equal(res.statusCode, 400, `${id}/${sid}`);
-      t.strictSame(
-        res.json(),
+      isAnswer(
+        t,
+        res,
+        400,
         invalid({ path: "session.session_id", message: `must equal id ("${id}") when both are given` }),
+        `${id}/${sid}`,
       );
     }
     t.strictSame(await store.getSession("s4-differ"), before);
@@ -602,11 +556,11 @@ t.test("S4: update_session", async (t) => {
       custom: { nested: [1, 2] },
     };
     t.strictSame(res.json().session, expected);
-    t.strictSame(await stored(store, "partial"), expected);
+    t.strictSame(await storedSession(store, "partial"), expected);
 
     const res2 = await withJwt("/v2/update_session", { session: { end_timestamp: "2026-01-01T01:00:00+01:00" } }, jwt);
     t.equal(res2.statusCode, 200);
-    t.strictSame(await stored(store, "partial"), { ...expected, end_timestamp: "2026-01-01T00:00:00Z" });
+    t.strictSame(await storedSession(store, "partial"), { ...expected, end_timestamp: "2026-01-01T00:00:00Z" });
   });
 
   t.test("S4: init_timestamp, host_env and end_state_reason can be changed", async (t) => {
@@ -617,7 +571,7 @@ t.test("S4: update_session", async (t) => {
     };
     const res = await withJwt("/v2/update_session", body, jwt);
     t.equal(res.statusCode, 200);
-    t.strictSame(await stored(store, "change"), {
+    t.strictSame(await storedSession(store, "change"), {
       ...bare("change", "2026-02-02T02:02:02Z"),
       host_env: { RAM: { Used: "1 GB" } },
       end_state_reason: "r2",
@@ -633,7 +587,7 @@ t.test("S4: update_session", async (t) => {
       tags: ["t"],
       host_env: { OS: { OS: "Linux" } },
     });
-    const before = await stored(store, "nulls");
+    const before = await storedSession(store, "nulls");
     const body = {
       session: {
         id: null,
@@ -649,7 +603,7 @@ t.test("S4: update_session", async (t) => {
     const res = await withJwt("/v2/update_session", body, jwt);
     t.equal(res.statusCode, 200);
     t.strictSame(res.json().session, before);
-    t.strictSame(await stored(store, "nulls"), before);
+    t.strictSame(await storedSession(store, "nulls"), before);
   });
 
   t.test("S4: tags replace the whole list", async (t) => {
@@ -671,15 +625,14 @@ t.test("S4: update_session", async (t) => {
     t.equal(res.statusCode, 200);
     const expected = { ...bare("merge"), a: 1, b: { z: 3 }, keep: "me", c: null, d: [1, { e: null }] };
     t.strictSame(res.json().session, expected);
-    t.strictSame(await stored(store, "merge"), expected);
+    t.strictSame(await storedSession(store, "merge"), expected);
   });
 
   t.test("S4: update_session takes the JWT only, not the API key", async (t) => {
     const { session, withKey, store } = api;
     await session("jwt-only");
     const res = await withKey("/v2/update_session", { session: { id: "jwt-only", end_state: "Fail" } });
-    t.equal(res.statusCode, 401);
-    t.strictSame(res.json(), INVALID_JWT);
+    isAnswer(t, res, 401, INVALID_JWT);
     t.equal((await store.getSession("jwt-only"))?.end_state, null);
   });
 
@@ -689,8 +642,7 @@ t.test("S4: update_session", async (t) => {
     const theirs = await session("theirs3", {}, OTHER_PROJECT_KEY);
     const before = await store.getSession("mine3");
     const res = await withJwt("/v2/update_session", { session: { id: "mine3", tags: ["x"] } }, theirs);
-    t.equal(res.statusCode, 403);
-    t.strictSame(res.json(), forbidden("theirs3", "mine3"));
+    isAnswer(t, res, 403, forbidden("theirs3", "mine3"));
     t.strictSame(await store.getSession("mine3"), before);
   });
 
@@ -698,8 +650,7 @@ t.test("S4: update_session", async (t) => {
     const { session, withJwt } = api;
     const jwt = await session("wrap");
     const res = await withJwt("/v2/update_session", { end_state: "Fail" }, jwt);
-    t.equal(res.statusCode, 400);
-    t.strictSame(res.json(), invalid({ path: "session", message: "is required" }));
+    isAnswer(t, res, 400, invalid({ path: "session", message: "is required" }));
   });
 });
 
@@ -794,8 +745,7 @@ t.test("S5: end_state", async (t) => {
     t.equal(after?.tags, null);
 
     const create = await withKey("/v2/create_session", { session: { id: "bogus-create", end_state: "bogus" } });
-    t.equal(create.statusCode, 400);
-    t.strictSame(create.json(), invalid({ path: "session.end_state", message: END_STATE_RULE }));
+    isAnswer(t, create, 400, invalid({ path: "session.end_state", message: END_STATE_RULE }));
     t.equal(await store.getSession("bogus-create"), undefined);
   });
 
@@ -804,8 +754,7 @@ t.test("S5: end_state", async (t) => {
     const jwt = await session("padded", { end_state: "Fail" });
     for (const bad of [" ", "  ", " Success", "ok ", "\tfailed"]) {
       const res = await withJwt("/v2/update_session", { session: { end_state: bad } }, jwt);
-      t.equal(res.statusCode, 400, JSON.stringify(bad));
-      t.strictSame(res.json(), invalid({ path: "session.end_state", message: END_STATE_RULE }), JSON.stringify(bad));
+      isAnswer(t, res, 400, invalid({ path: "session.end_state", message: END_STATE_RULE }), JSON.stringify(bad));
     }
     t.equal((await store.getSession("padded"))?.end_state, "Fail");
   });
@@ -814,8 +763,7 @@ t.test("S5: end_state", async (t) => {
     const { session, withJwt, store } = api;
     const jwt = await session("num", { end_state: "Fail" });
     const res = await withJwt("/v2/update_session", { session: { end_state: 1 } }, jwt);
-    t.equal(res.statusCode, 400);
-    t.strictSame(res.json(), invalid({ path: "session.end_state", message: "must be a string or null" }));
+    isAnswer(t, res, 400, invalid({ path: "session.end_state", message: "must be a string or null" }));
     t.equal((await store.getSession("num"))?.end_state, "Fail");
   });
 });
@@ -828,8 +776,7 @@ t.test("S6: update_session answer", async (t) => {
     const { session, withJwt } = api;
     const jwt = await session("answer 1");
     const res = await withJwt("/v2/update_session", { session: {} }, jwt);
-    t.equal(res.statusCode, 200);
-    t.strictSame(res.json(), {
+    isAnswer(t, res, 200, {
       status: "success",
       session: bare("answer 1"),
       token_cost: "0.00",
@@ -884,8 +831,7 @@ t.test("S6: update_session answer", async (t) => {
       },
     };
     const res = await withJwt("/v2/update_session", body, jwt);
-    t.equal(res.statusCode, 200);
-    t.strictSame(res.json(), {
+    isAnswer(t, res, 200, {
       status: "success",
       session: {
         id: "all",
@@ -1001,15 +947,11 @@ t.test("S7: an ended session stays writable", async (t) => {
       { events: [{ type: "llm", id: "late", init_timestamp: "2026-11-22T05:09:44Z", cost: 0.5 }] },
       jwt,
     );
-    t.equal(late.statusCode, 200);
-    t.strictSame(late.json(), { status: "success", event_ids: ["late"] });
-    t.strictSame(
-      (await store.listEvents("ended")).map((e) => e.id),
-      ["late"],
-    );
+    isAnswer(t, late, 200, { status: "success", event_ids: ["late"] });
+    t.strictSame(await eventIds(store, "ended"), ["late"]);
     const unversioned = await withJwt("/create_events", { events: [{ type: "tool", id: "late2" }] }, jwt);
     t.equal(unversioned.statusCode, 200);
-    t.strictSame((await store.listEvents("ended")).map((e) => e.id).sort(), ["late", "late2"]);
+    t.strictSame((await eventIds(store, "ended")).sort(), ["late", "late2"]);
     const after = await withJwt("/v2/update_session", { session: {} }, jwt);
     t.equal(after.json().token_cost, "0.50");
     t.equal(after.json().session.end_state, "Success");
