@@ -15,12 +15,15 @@ import {
   invalidApiKey,
   invalidJwt,
   invalidRequest,
+  payloadTooLarge,
   serviceUnavailable,
   tooManyRequests,
+  unsupportedMediaType,
 } from "./handlers/errors.ts";
 import { createHandlers } from "./handlers/index.ts";
 import { FailureLimiter, hashApiKey, isApiKeyShape, signJwt, verifyJwt } from "./lib/auth.ts";
 import { decodeBody } from "./lib/body.ts";
+import { parseJsonBody } from "./lib/json.ts";
 import { isTimestamp } from "./lib/timestamps.ts";
 import { type AjvError, detailsFromAjv } from "./lib/validation.ts";
 
@@ -86,20 +89,9 @@ function toApiError(err: unknown, bodyLimit: number): ApiError {
   }
   switch (e.code) {
     case "FST_ERR_CTP_BODY_TOO_LARGE":
-    case "AGENTMON_BODY_TOO_LARGE":
-      return new ApiError(413, {
-        error: "Payload too large",
-        message: `The request body is larger than ${bodyLimit} bytes (after decompression); send fewer events per call`,
-      });
+      return payloadTooLarge(bodyLimit);
     case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
-      return new ApiError(415, {
-        error: "Unsupported media type",
-        message: "Send the body as JSON with Content-Type: application/json",
-      });
-    case "FST_ERR_CTP_EMPTY_JSON_BODY":
-      return new ApiError(400, { error: "Malformed JSON", message: "The request body is empty; send a JSON object" });
-    case "FST_ERR_CTP_INVALID_JSON_BODY":
-      return new ApiError(400, { error: "Malformed JSON", message: "The request body is not valid JSON" });
+      return unsupportedMediaType();
     case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
       return new ApiError(400, {
         error: "Bad request",
@@ -112,12 +104,6 @@ function toApiError(err: unknown, bodyLimit: number): ApiError {
         error: "Bad request",
         message: "The request body could not be decompressed as its Content-Encoding says",
       });
-  }
-  if (err instanceof SyntaxError || (e.statusCode === 400 && /JSON|prototype/i.test(e.message ?? ""))) {
-    return new ApiError(400, {
-      error: "Malformed JSON",
-      message: `The request body is not valid JSON: ${e.message}`,
-    });
   }
   const status = e.statusCode ?? 500;
   if (status >= 400 && status < 500) {
@@ -142,11 +128,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     // One log line per request, written by the onResponse hook below.
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: false,
-    // G5: keys named __proto__ or constructor are data like any other. JSON.parse makes them own
-    // properties, and lib/records.ts copies unknown fields with Object.fromEntries and spreads
-    // (never by assignment), so they cannot reach a prototype.
-    onProtoPoisoning: "ignore",
-    onConstructorPoisoning: "ignore",
     ajv: {
       customOptions: {
         strict: true,
@@ -218,8 +199,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   });
   app.addHook("preParsing", async (req, _reply, payload) => {
     // G3: 413 outranks 415, so a declared oversize body is refused before its type is looked at.
-    if (Number(req.headers["content-length"]) > bodyLimit)
-      throw Object.assign(new Error(), { code: "FST_ERR_CTP_BODY_TOO_LARGE" });
+    if (Number(req.headers["content-length"]) > bodyLimit) throw payloadTooLarge(bodyLimit);
     return decodeBody(req.headers["content-encoding"], payload, bodyLimit);
   });
   app.addHook("onResponse", async (req, reply) => {
@@ -228,14 +208,20 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       "request",
     );
   });
-  // Only JSON bodies are read. YAML is a response type here (GET /v2/openapi.yaml); naming it
-  // keeps glue from warning at start-up, and a YAML body gets the same 415 as any non-JSON one.
-  app.removeContentTypeParser("text/plain");
+  // Only JSON bodies are read, by lib/json.ts (depth limit; __proto__ and constructor keys stay
+  // data, G5: lib/records.ts copies unknown fields with Object.fromEntries and spreads, never by
+  // assignment). YAML is a response type here (GET /v2/openapi.yaml); naming it keeps glue from
+  // warning at start-up, and a YAML body gets the same 415 as any other non-JSON body.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
+    try {
+      done(null, parseJsonBody(body as string));
+    } catch (error) {
+      done(error as Error, undefined);
+    }
+  });
   app.addContentTypeParser("application/yaml", (_req, _payload, done) => {
-    done(
-      Object.assign(new Error("YAML bodies are not accepted"), { code: "FST_ERR_CTP_INVALID_MEDIA_TYPE" }),
-      undefined,
-    );
+    done(unsupportedMediaType(), undefined);
   });
 
   app.setErrorHandler((err, req, reply) => {

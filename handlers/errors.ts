@@ -68,6 +68,15 @@ export const conflict = (id: string) =>
     message: `Session ${id} belongs to another project; choose another id`,
   });
 
+export const payloadTooLarge = (limit: number) =>
+  new ApiError(413, {
+    error: "Payload too large",
+    message: `The request body is larger than ${limit} bytes (after decompression); send fewer events per call`,
+  });
+
+export const unsupportedMediaType = (message = "Send the body as JSON with Content-Type: application/json") =>
+  new ApiError(415, { error: "Unsupported media type", message });
+
 export const tooManyRequests = (retryAfter: number) =>
   new ApiError(
     429,

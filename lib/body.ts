@@ -5,12 +5,7 @@
  */
 import { pipeline, type Readable, Transform } from "node:stream";
 import { createGunzip, createInflate } from "node:zlib";
-import { ApiError } from "../handlers/errors.ts";
-
-export class BodyTooLarge extends Error {
-  readonly statusCode = 413;
-  readonly code = "AGENTMON_BODY_TOO_LARGE";
-}
+import { payloadTooLarge, unsupportedMediaType } from "../handlers/errors.ts";
 
 export function decodeBody(
   encoding: string | undefined,
@@ -22,16 +17,13 @@ export function decodeBody(
   const decoder =
     name === "gzip" || name === "x-gzip" ? createGunzip() : name === "deflate" ? createInflate() : undefined;
   if (decoder === undefined) {
-    throw new ApiError(415, {
-      error: "Unsupported media type",
-      message: `Content-Encoding "${name}" is not supported; send the body plain, gzip or deflate`,
-    });
+    throw unsupportedMediaType(`Content-Encoding "${name}" is not supported; send the body plain, gzip or deflate`);
   }
   let decoded = 0;
   const counter: Transform & { receivedEncodedLength?: number } = new Transform({
     transform(chunk: Buffer, _encoding, done) {
       decoded += chunk.length;
-      if (decoded > limit) done(new BodyTooLarge("decoded body over the limit"));
+      if (decoded > limit) done(payloadTooLarge(limit));
       else done(null, chunk);
     },
   });

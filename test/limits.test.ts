@@ -215,6 +215,30 @@ t.test("L1: body limit, id, tag and batch limits", async (t) => {
     );
     t.equal((await api.store.listEvents("l1-max")).length, 5);
   });
+
+  t.test("L1: bodies nest at most 100 levels: 100 is 200, 101 and 100 000 are 400, nothing stored", async (t) => {
+    const api = await build(t);
+    const jwt = await api.session("l1-deep");
+    // {"events":[{ ... "deep": [[...]] }]} is 3 levels before the nested arrays begin.
+    const body = (arrays: number) =>
+      `{"events":[{"type":"tool","id":"d${arrays}","deep":${"[".repeat(arrays)}${"]".repeat(arrays)}}]}`;
+    const headers = { "content-type": json, authorization: `Bearer ${jwt}` };
+    isSuccess(t, await rawPost(api, "/v2/create_events", body(97), headers), ["event_ids"]);
+    const nested = (await eventViews(api.store, "l1-deep"))[0]?.deep;
+    t.equal(JSON.stringify(nested), `${"[".repeat(97)}${"]".repeat(97)}`, "stored as sent");
+    for (const arrays of [98, 100_000]) {
+      const res = await rawPost(api, "/v2/create_events", body(arrays), headers);
+      const error = isError(t, res, 400, "Bad request");
+      t.equal(error.message, "The request body nests arrays and objects more than 100 levels deep");
+    }
+    const brackets = `{"events":[{"type":"tool","id":"s","text":"${"[{".repeat(500)}"}]}`;
+    isSuccess(t, await rawPost(api, "/v2/create_events", brackets, headers), ["event_ids"]);
+    t.same(
+      (await eventViews(api.store, "l1-deep")).map((e) => e.id).sort(),
+      ["d97", "s"],
+      "brackets in strings count for nothing",
+    );
+  });
 });
 
 t.test("L2: /create_session and /create_events behave like their /v2 twins", async (t) => {
