@@ -1,6 +1,8 @@
 /**
- * The JSON body parser. Bodies nested deeper than MAX_DEPTH are refused before they are parsed,
- * so no later recursion (validation, storage, serialization) can run out of stack on them.
+ * The JSON body parser. One pass over the text, before JSON.parse, refuses what no later step
+ * could handle: arrays and objects nested deeper than MAX_DEPTH (validation, storage and
+ * serialization all recurse), and `\ud800`-style escapes of lone UTF-16 surrogates (such a
+ * string has no UTF-8 form, so it could be neither stored as sent nor put into a URL).
  * Keys such as `__proto__` stay plain data: JSON.parse defines them as own properties (G5).
  */
 import { ApiError } from "../handlers/errors.ts";
@@ -8,35 +10,54 @@ import { ApiError } from "../handlers/errors.ts";
 /** Deeper than any real agent payload; shallower than any recursion limit on the way. */
 export const MAX_DEPTH = 100;
 
+const badRequest = (message: string) => new ApiError(400, { error: "Bad request", message });
 const malformed = (message: string) => new ApiError(400, { error: "Malformed JSON", message });
 
-/** True when arrays and objects nest deeper than `max` anywhere in the text. */
-export function nestsDeeperThan(text: string, max: number): boolean {
+const hex = (text: string, at: number) =>
+  /^[0-9a-fA-F]{4}$/.test(text.slice(at, at + 4)) ? Number.parseInt(text.slice(at, at + 4), 16) : -1;
+const isHigh = (code: number) => code >= 0xd800 && code <= 0xdbff;
+const isLow = (code: number) => code >= 0xdc00 && code <= 0xdfff;
+
+/** What makes the text unacceptable before parsing, or undefined. */
+export function scanJson(text: string, maxDepth = MAX_DEPTH): string | undefined {
   let depth = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 0x5c)
-        i++; // a backslash escapes the next character
-      else if (c === 0x22) inString = false;
+      if (c === 0x22) inString = false;
+      else if (c === 0x5c) {
+        // a backslash escapes the next character; \uXXXX must not leave a surrogate alone
+        if (text.charCodeAt(i + 1) === 0x75) {
+          const code = hex(text, i + 2);
+          if (
+            isHigh(code) &&
+            text.charCodeAt(i + 6) === 0x5c &&
+            text.charCodeAt(i + 7) === 0x75 &&
+            isLow(hex(text, i + 8))
+          ) {
+            i += 11;
+            continue;
+          }
+          if (isHigh(code) || isLow(code)) {
+            return `The request body has a lone UTF-16 surrogate (${text.slice(i, i + 6)}) at position ${i}; strings must be valid Unicode`;
+          }
+          i += 5;
+        } else i++;
+      }
     } else if (c === 0x22) inString = true;
     else if (c === 0x7b || c === 0x5b) {
-      if (++depth > max) return true;
+      if (++depth > maxDepth) return `The request body nests arrays and objects more than ${maxDepth} levels deep`;
     } else if (c === 0x7d || c === 0x5d) depth--;
   }
-  return false;
+  return undefined;
 }
 
 export function parseJsonBody(raw: string): unknown {
   const text = raw.charCodeAt(0) === 0xfeff ? raw.slice(1) : raw; // a byte order mark is not JSON
   if (text.trim() === "") throw malformed("The request body is empty; send a JSON object");
-  if (nestsDeeperThan(text, MAX_DEPTH)) {
-    throw new ApiError(400, {
-      error: "Bad request",
-      message: `The request body nests arrays and objects more than ${MAX_DEPTH} levels deep`,
-    });
-  }
+  const problem = scanJson(text);
+  if (problem !== undefined) throw badRequest(problem);
   try {
     return JSON.parse(text);
   } catch (error) {

@@ -1047,6 +1047,28 @@ t.test("G7: writes are atomic per call", async (t) => {
       ["ag"],
     );
   });
+
+  t.test("G7: a lone UTF-16 surrogate escape is a 400 and stores nothing; a surrogate pair is kept", async (t) => {
+    const api = await build(t);
+    const keyHeaders = { "content-type": json, "x-agentmon-api-key": API_KEY };
+    const lone = await rawPost(api, "/v2/create_session", '{"session":{"id":"g7-\\ud800"}}', keyHeaders);
+    const error = isError(t, lone, 400, "Bad request");
+    t.match(error.message, /lone UTF-16 surrogate \(\\ud800\)/, "the message names the escape");
+    t.equal(await api.store.getSession("g7-\ud800"), undefined, "no session was half-created");
+    t.equal(await api.store.getSession("g7-\ufffd"), undefined);
+
+    const jwt = await api.session("g7-unicode");
+    const headers = { "content-type": json, authorization: `Bearer ${jwt}` };
+    const batch = '{"events":[{"type":"llm","id":"ok","model":"m"},{"type":"llm","id":"bad","model":"x\\udfffy"}]}';
+    isError(t, await rawPost(api, "/v2/create_events", batch, headers), 400, "Bad request");
+    t.same(await api.store.listEvents("g7-unicode"), [], "nothing of the batch was stored");
+
+    const pair = '{"events":[{"type":"llm","id":"emoji","model":"\\ud83d\\ude00 ok","note":"\\uD83D\\uDE00"}]}';
+    isSuccess(t, await rawPost(api, "/v2/create_events", pair, headers), ["event_ids"]);
+    const [stored] = await eventViews(api.store, "g7-unicode");
+    t.equal(stored?.model, "😀 ok", "the pair is one character, stored as sent");
+    t.equal(stored?.note, "😀");
+  });
 });
 
 t.test("G8: every call is safe to retry", async (t) => {
