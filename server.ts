@@ -205,7 +205,8 @@ async function serve(config: Config, io: Output): Promise<number> {
     await app.close();
     throw error;
   }
-  base ??= address; // the listen address, with the real port when PORT=0
+  // The listen address, with the real port when PORT=0; a wildcard host is no address to visit.
+  base ??= address.replace(/\/\/(\[::\]|0\.0\.0\.0)(?=:)/, "//localhost");
   showFirstKey(base);
   if (firstKey === undefined && config.apiKey === undefined) {
     io.out("agentmon: API keys: `npx agentmon keys create` makes a new one, `npx agentmon keys list` shows them");

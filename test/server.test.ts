@@ -561,3 +561,21 @@ t.test("serve: a bad PORT exits 1 with one line on stderr and no stack trace", a
   t.notMatch(stderr, /^\s+at |Error:|node:internal/m, "no stack trace");
   t.notMatch(server.stdout(), /listening/, "does not listen");
 });
+
+t.test("serve: on a wildcard host, session_url names localhost, not the wildcard", async (t) => {
+  const key = "44444444-4444-4444-8444-444444444444";
+  const env = childEnv({ AGENTMON_API_KEY: key, AGENTMON_LOG_LEVEL: "warn", AGENTMON_DB: ":memory:" });
+  const server = agentmon(t, ["serve", "--port", "0", "--host", "::"], env);
+  const address = (await server.waitFor(LISTENING))[1] ?? "";
+  t.match(address, /^http:\/\/\[::\]:\d+$/, "it listens on every address");
+  const port = new URL(address).port;
+  const created = await postJson(
+    `http://127.0.0.1:${port}/v2/create_session`,
+    { session: { id: "wild" } },
+    { "x-agentmon-api-key": key },
+  );
+  t.equal(created.status, 200);
+  t.equal(created.body.session_url, `http://localhost:${port}/sessions/wild`);
+  server.child.kill("SIGTERM");
+  t.equal((await server.exited()).code, 0, "exit 0");
+});
