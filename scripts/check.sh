@@ -15,10 +15,9 @@ gate() {
   fi
 }
 
-gate "generated types are current (npm run generate to refresh)" \
-  npx --no-install openapi-typescript openapi.yaml -o generated/api.ts --empty-objects-unknown --check
-gate "lint" npx --no-install biome ci .
-gate "typecheck" npx --no-install tsc --noEmit
+gate "generated types are current (npm run generate to refresh)" npm run -s check:generated
+gate "lint" npm run -s lint
+gate "typecheck" npm run -s typecheck
 
 echo "== tests: tap"
 log=$(mktemp)
