@@ -3,6 +3,8 @@
  * Do not make direct changes to the file.
  */
 
+// Source: openapi.yaml, sha256 0c2215ff67fc4ebf118d9946e1ad3f9cdc319269314bda149eb05077c74ee270. Regenerate with `npm run generate`.
+
 export interface paths {
     "/v2/create_session": {
         parameters: {
