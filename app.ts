@@ -43,6 +43,11 @@ export interface AppOptions {
   /** Failed API-key checks allowed per address and window (4.6). */
   authFailLimit?: number;
   authFailWindowMs?: number;
+  /**
+   * Which proxies to believe about the client address (X-Forwarded-For), as Fastify's
+   * `trustProxy`: the address is what 4.6 counts failures by. Default: none.
+   */
+  trustProxy?: boolean | string;
   logger?: FastifyServerOptions["logger"];
   /** The clock, in milliseconds since the epoch. */
   now?: () => number;
@@ -124,6 +129,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   const app = Fastify({
     logger: options.logger ?? false,
+    trustProxy: options.trustProxy ?? false,
     bodyLimit,
     // One log line per request, written by the onResponse hook below.
     logController: new LogController({ disableRequestLogging: true }),

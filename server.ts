@@ -21,6 +21,7 @@ export interface Config {
   maxEvents: number;
   authFailLimit: number;
   authFailWindowSeconds: number;
+  trustProxy: boolean | string;
   logLevel: string;
 }
 
@@ -54,6 +55,7 @@ const SETTINGS = {
     fallback: "60",
     read: (v: string) => integer(v, "AGENTMON_AUTH_FAIL_WINDOW", 1, 86_400),
   },
+  trustProxy: { env: "AGENTMON_TRUST_PROXY", flag: "trust-proxy", fallback: "false", read: readTrustProxy },
   logLevel: { env: "AGENTMON_LOG_LEVEL", flag: "log-level", fallback: "info", read: readLogLevel },
 } as const;
 
@@ -93,6 +95,17 @@ export function readSize(value: string): number {
   return Math.floor(Number(m[1]) * unit);
 }
 
+/** false, true, or a comma-separated list of proxy addresses/CIDRs. */
+function readTrustProxy(value: string): boolean | string {
+  const v = value.trim().toLowerCase();
+  if (v === "false") return false;
+  if (v === "true") return true;
+  if (/^[0-9a-f.:/]+(\s*,\s*[0-9a-f.:/]+)*$/.test(v)) return v.replace(/\s+/g, "");
+  throw new ConfigError(
+    `AGENTMON_TRUST_PROXY must be true, false, or proxy addresses such as 10.0.0.1,10.1.0.0/16 (got "${value}")`,
+  );
+}
+
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 function readLogLevel(value: string): string {
   if (!LOG_LEVELS.includes(value)) {
@@ -114,14 +127,14 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string 
 const USAGE = `Usage:
   agentmon serve [--port N] [--host H] [--db PATH] [--api-key UUID] [--public-url URL]
                  [--jwt-secret S] [--body-limit SIZE] [--max-events N] [--log-level L]
-                 [--auth-fail-limit N] [--auth-fail-window SECONDS]
+                 [--auth-fail-limit N] [--auth-fail-window SECONDS] [--trust-proxy T]
   agentmon keys create [--project NAME]   create an API key; it is printed once
   agentmon keys list                      list keys (prefixes only)
   agentmon keys revoke <key-or-prefix>    revoke a key at once
 
 Each serve flag has an environment variable: PORT, HOST, AGENTMON_DB, AGENTMON_API_KEY,
 AGENTMON_PUBLIC_URL, AGENTMON_JWT_SECRET, AGENTMON_BODY_LIMIT, AGENTMON_MAX_EVENTS,
-AGENTMON_LOG_LEVEL, AGENTMON_AUTH_FAIL_LIMIT, AGENTMON_AUTH_FAIL_WINDOW.`;
+AGENTMON_LOG_LEVEL, AGENTMON_AUTH_FAIL_LIMIT, AGENTMON_AUTH_FAIL_WINDOW, AGENTMON_TRUST_PROXY.`;
 
 const FLAG_OPTIONS = Object.fromEntries(
   [...Object.values(SETTINGS).map((s) => s.flag), "project"].map((flag) => [flag, { type: "string" as const }]),
@@ -186,6 +199,7 @@ async function serve(config: Config, io: Output): Promise<number> {
     maxEvents: config.maxEvents,
     authFailLimit: config.authFailLimit,
     authFailWindowMs: config.authFailWindowSeconds * 1000,
+    trustProxy: config.trustProxy,
     logger: { level: config.logLevel },
   });
   const showFirstKey = (where: string | undefined) => {

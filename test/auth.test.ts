@@ -800,6 +800,24 @@ t.test("4.6 failed API key checks are rate limited per client address", async (t
     t.equal(res.statusCode, 429, "still limited under a new forwarded address");
   });
 
+  t.test("4.6 behind a trusted proxy, clients are told apart by X-Forwarded-For", async (t) => {
+    const app = await build(t, { authFailLimit: 3, authFailWindowMs: 60_000, trustProxy: "10.0.4.1" });
+    const proxy = "10.0.4.1";
+    const bad = { "x-agentmon-api-key": UNKNOWN_KEY, "x-forwarded-for": "192.0.2.1" };
+    for (let i = 0; i < 3; i++) await failKeyCheck(t, app, bad, proxy, `failure ${i} from 192.0.2.1`);
+    const good = (client: string) =>
+      app.post(
+        "/v2/create_session",
+        { session: { id: client } },
+        { "x-agentmon-api-key": API_KEY, "x-forwarded-for": client },
+        proxy,
+      );
+    t.equal((await good("192.0.2.1")).statusCode, 429, "the failing client is limited");
+    t.equal((await good("192.0.2.2")).statusCode, 200, "another client behind the same proxy is not");
+    const untrusted = await app.post("/v2/create_session", { session: { id: "u" } }, { ...bad }, "10.0.4.2");
+    t.equal(untrusted.statusCode, 401, "an untrusted sender's X-Forwarded-For is not believed, only its own address");
+  });
+
   t.test("4.6 failures spread beyond the window do not add up", async (t) => {
     let clock = T0;
     const app = await build(t, { authFailLimit: 3, authFailWindowMs: 60_000, now: () => clock });

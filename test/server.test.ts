@@ -242,6 +242,14 @@ t.test("loadConfig: defaults", async (t) => {
   t.equal(config.authFailLimit, 20, "20 failures");
   t.equal(config.authFailWindowSeconds, 60, "in 60 s");
   t.equal(config.logLevel, "info", "log level info");
+  t.equal(config.trustProxy, false, "no proxy trusted");
+});
+
+t.test("loadConfig: AGENTMON_TRUST_PROXY", async (t) => {
+  t.equal(loadConfig({ AGENTMON_TRUST_PROXY: "true" }, {}).trustProxy, true);
+  t.equal(loadConfig({ AGENTMON_TRUST_PROXY: "FALSE" }, {}).trustProxy, false);
+  t.equal(loadConfig({ AGENTMON_TRUST_PROXY: "10.0.0.1, 10.1.0.0/16" }, {}).trustProxy, "10.0.0.1,10.1.0.0/16");
+  t.equal(loadConfig({}, { "trust-proxy": "::1" }).trustProxy, "::1");
 });
 
 t.test("loadConfig: the environment overrides the defaults, flags override the environment", async (t) => {
@@ -311,6 +319,9 @@ t.test("loadConfig: bad settings are a ConfigError of one clear line", async (t)
   }
   for (const level of ["loud", "INFO!", "verbose"]) {
     isOneLineConfigError(t, () => loadConfig({ AGENTMON_LOG_LEVEL: level }, {}), "AGENTMON_LOG_LEVEL", level);
+  }
+  for (const proxy of ["yes", "nginx", "10.0.0.1;rm"]) {
+    isOneLineConfigError(t, () => loadConfig({ AGENTMON_TRUST_PROXY: proxy }, {}), "AGENTMON_TRUST_PROXY", proxy);
   }
   for (const url of ["not a url", "ftp://example.com", "example.com"]) {
     isOneLineConfigError(t, () => loadConfig({ AGENTMON_PUBLIC_URL: url }, {}), "AGENTMON_PUBLIC_URL", url);
