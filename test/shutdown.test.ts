@@ -25,11 +25,12 @@ t.test("G7: closing finishes the request in flight, stores it, then closes the d
   await new Promise((resolve) => socket.once("connect", resolve));
 
   const body = JSON.stringify({ session: { id: "in-flight" } });
+  const arrived = new Promise((resolve) => app.server.once("request", resolve));
   socket.write(
     `POST /v2/create_session HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n` +
       `X-Agentmon-Api-Key: ${API_KEY}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body.slice(0, 5)}`,
   );
-  await sleep(50); // the request is in flight, its body unfinished
+  await arrived; // the request is in flight, its body unfinished
   const closing = app.close();
   await sleep(50);
   socket.write(body.slice(5));
