@@ -12,8 +12,14 @@ export function decodeBody(
   payload: Readable,
   limit: number,
 ): Readable & { receivedEncodedLength?: number } {
-  const name = (encoding ?? "").trim().toLowerCase();
-  if (name === "" || name === "identity") return payload;
+  // A list of codings is applied in order; identity is no coding at all.
+  const codings = (encoding ?? "")
+    .toLowerCase()
+    .split(",")
+    .map((coding) => coding.trim())
+    .filter((coding) => coding !== "" && coding !== "identity");
+  if (codings.length === 0) return payload;
+  const name = codings.join(", ");
   const decoder =
     name === "gzip" || name === "x-gzip" ? createGunzip() : name === "deflate" ? createInflate() : undefined;
   if (decoder === undefined) {

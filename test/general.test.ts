@@ -638,6 +638,30 @@ t.test("G4: JSON with any parameters, gzip and deflate bodies; the limit applies
     }
   });
 
+  t.test("G4: identity in a list of codings is no coding; two real codings are a 415", async (t) => {
+    const api = await build(t);
+    const headers = (encoding: string) => ({
+      "content-type": json,
+      "content-encoding": encoding,
+      "x-agentmon-api-key": API_KEY,
+    });
+    const body = (id: string) => gzipSync(JSON.stringify({ session: { id } }));
+    isSuccess(t, await rawPost(api, "/v2/create_session", body("g4-list"), headers("identity, GZIP")), [
+      "jwt",
+      "session_id",
+      "session_url",
+    ]);
+    t.ok(await api.store.getSession("g4-list"), "stored");
+    const plain = JSON.stringify({ session: { id: "g4-identity" } });
+    isSuccess(t, await rawPost(api, "/v2/create_session", plain, headers("identity")), [
+      "jwt",
+      "session_id",
+      "session_url",
+    ]);
+    isError(t, await rawPost(api, "/v2/create_session", body("g4-twice"), headers("gzip, gzip")), 415);
+    t.equal(await api.store.getSession("g4-twice"), undefined);
+  });
+
   t.test("G4: a gzip bomb gets 413", async (t) => {
     const api = await build(t, { bodyLimit: MIB });
     const bomb = `{"session": {"id": "g4-bomb", "pad": "${" ".repeat(20 * MIB)}"}}`;
