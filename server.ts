@@ -4,7 +4,7 @@
  */
 import { parseArgs } from "node:util";
 import { buildApp, MIB } from "./app.ts";
-import { type Db, openDb, sqliteStore } from "./db/sqlite.ts";
+import { openDb, sqliteStore } from "./db/sqlite.ts";
 import type { ApiKeyRecord, Store } from "./db/store.ts";
 import { hashApiKey, isApiKeyShape, keyPrefix, newSecret } from "./lib/auth.ts";
 
@@ -150,10 +150,9 @@ const console_: Output = {
   err: (line) => process.stderr.write(`${line}\n`),
 };
 
-function openStore(path: string): { db: Db; store: Store } {
+function openStore(path: string): Store {
   try {
-    const db = openDb(path);
-    return { db, store: sqliteStore(db) };
+    return sqliteStore(openDb(path));
   } catch (error) {
     throw new ConfigError(`cannot open the database ${path}: ${(error as Error).message}`);
   }
@@ -181,14 +180,20 @@ async function ensureConfiguredKey(store: Store, key: string): Promise<void> {
 }
 
 async function serve(config: Config, io: Output): Promise<number> {
-  const { store } = openStore(config.db);
-  const jwtSecret = config.jwtSecret ?? (await store.metaValue("jwt_secret", newSecret()));
+  const store = openStore(config.db);
   if (config.jwtSecret !== undefined && config.jwtSecret.length < 32) {
     io.err("agentmon: warning: AGENTMON_JWT_SECRET is shorter than 32 characters; use a longer random secret");
   }
+  let jwtSecret: string;
   let firstKey: string | undefined;
-  if (config.apiKey !== undefined) await ensureConfiguredKey(store, config.apiKey);
-  else if ((await store.listApiKeys()).length === 0) firstKey = (await createKey(store, DEFAULT_PROJECT)).key;
+  try {
+    jwtSecret = config.jwtSecret ?? (await store.metaValue("jwt_secret", newSecret()));
+    if (config.apiKey !== undefined) await ensureConfiguredKey(store, config.apiKey);
+    else if ((await store.listApiKeys()).length === 0) firstKey = (await createKey(store, DEFAULT_PROJECT)).key;
+  } catch (error) {
+    await store.close(); // the app owns the store only once it is built
+    throw error;
+  }
 
   let base = config.publicUrl;
   const app = await buildApp({
@@ -255,7 +260,7 @@ async function keys(
   config: Config,
   io: Output,
 ) {
-  const { store } = openStore(config.db);
+  const store = openStore(config.db);
   try {
     if (sub === "create") {
       const project = flags.project ?? DEFAULT_PROJECT;

@@ -590,3 +590,65 @@ t.test("serve: on a wildcard host, session_url names localhost, not the wildcard
   server.child.kill("SIGTERM");
   t.equal((await server.exited()).code, 0, "exit 0");
 });
+
+t.test(
+  "serve: a configured AGENTMON_API_KEY that was revoked or belongs to another project stops the start",
+  async (t) => {
+    const dir = tempDir(t);
+    const revoked = join(dir, "revoked.db");
+    await seedKeys(revoked, "default", [API_KEY]);
+    t.equal((await run(["keys", "revoke", API_KEY], revoked)).code, 0);
+    const first = await run(["serve", "--port", "0", "--api-key", API_KEY], revoked);
+    t.equal(first.code, 1, "exit 1");
+    t.same(first.err, ["agentmon: AGENTMON_API_KEY names a key that was revoked"]);
+    t.notOk(
+      first.out.some((line) => line.includes("listening")),
+      "does not listen",
+    );
+
+    const foreign = join(dir, "foreign.db");
+    await seedKeys(foreign, "team-a", [API_KEY]);
+    const second = await run(["serve", "--port", "0", "--api-key", API_KEY], foreign);
+    t.equal(second.code, 1);
+    t.same(second.err, ['agentmon: AGENTMON_API_KEY belongs to project "team-a", not "default"']);
+    t.same((await keysIn(foreign)).length, 1, "the database was closed and is unchanged");
+  },
+);
+
+t.test("serve: a database that cannot be opened stops the start with one line", async (t) => {
+  const file = join(tempDir(t), "not-a-folder");
+  await seedKeys(file, "default", []); // a file where a folder is needed
+  const res = await run(["serve", "--port", "0"], join(file, "agentmon.db"));
+  t.equal(res.code, 1);
+  t.equal(res.err.length, 1);
+  t.match(res.err[0], /^agentmon: cannot open the database .*not-a-folder\/agentmon\.db: /);
+});
+
+t.test("serve: a port in use exits 1 with one line, and the first key created is still shown", async (t) => {
+  const { app } = await build(t);
+  await app.listen({ port: 0, host: "127.0.0.1" });
+  const { port } = app.server.address() as { port: number };
+  const db = join(tempDir(t), "busy.db");
+  const res = await run(["serve", "--port", String(port), "--host", "127.0.0.1"], db);
+  t.equal(res.code, 1);
+  t.match(res.err.join("\n"), /^agentmon: listen EADDRINUSE.*; choose another PORT$/);
+  const shown = res.out.map((line) => line.trim()).find((line) => /^[0-9a-f-]{36}$/.test(line));
+  const [stored] = await keysIn(db);
+  t.equal(stored?.prefix, shown?.slice(0, 8), "the key that was created is the one printed");
+});
+
+t.test("serve: a short AGENTMON_JWT_SECRET is used, with a warning", async (t) => {
+  const { app } = await build(t);
+  await app.listen({ port: 0, host: "127.0.0.1" });
+  const { port } = app.server.address() as { port: number };
+  const res = await run(
+    ["serve", "--port", String(port), "--host", "127.0.0.1", "--jwt-secret", "short"],
+    join(tempDir(t), "w.db"),
+  );
+  t.ok(
+    res.err.includes(
+      "agentmon: warning: AGENTMON_JWT_SECRET is shorter than 32 characters; use a longer random secret",
+    ),
+  );
+  t.equal(res.code, 1, "(the port is taken here, so it stops after warning)");
+});
