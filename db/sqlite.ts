@@ -259,17 +259,19 @@ export function sqliteStore(db: Db): Store {
     <P extends { id: string }>(projectId: string, sessionId: string, patches: P[], apply: EventPatcher<P>) => {
       const pk = sessionPk(projectId, sessionId);
       if (pk === undefined) return { status: "no-session" } as const;
+      // Each event is read once and written once, with every entry for it applied in order.
+      const events = new Map<string, EventRecord>();
+      for (const { id } of patches) {
+        const row = events.has(id) ? undefined : q.eventGet.get(pk, id);
+        if (row) events.set(id, eventRecord(row));
+      }
       const unknown = patches
         .map((patch, index) => ({ index, id: patch.id, patch }))
-        .filter(({ id }) => q.eventGet.get(pk, id) === undefined);
+        .filter(({ id }) => !events.has(id));
       if (unknown.length > 0) return { status: "unknown", unknown } as const;
-      const touched = new Set<string>();
-      for (const patch of patches) {
-        const stored = eventRecord(q.eventGet.get(pk, patch.id) as EventRow);
-        q.eventUpdate.run(eventParams(pk, apply(stored, patch)));
-        touched.add(patch.id);
-      }
-      return { status: "updated", updated: touched.size } as const;
+      for (const patch of patches) events.set(patch.id, apply(events.get(patch.id) as EventRecord, patch));
+      for (const event of events.values()) q.eventUpdate.run(eventParams(pk, event));
+      return { status: "updated", updated: events.size } as const;
     },
   );
 
