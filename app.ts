@@ -259,6 +259,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     },
     specText,
     now,
+    startedAt: now(),
+    pressure: () => undefined,
     issueJwt: (claims: { session_id: string; project_id: string; key_id: string }) =>
       signJwt({ ...claims, iat: Math.floor(now() / 1000) }, jwtSecret),
   };

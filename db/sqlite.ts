@@ -38,10 +38,14 @@ export function openDb(path: string): Db {
 }
 
 /** Runs every pending `NNN-name.sql` in one transaction and records the version in user_version. */
-export function migrate(db: Db): number {
-  const files = readdirSync(MIGRATIONS)
+function migrationFiles(): string[] {
+  return readdirSync(MIGRATIONS)
     .filter((name) => /^\d{3}-[\w-]+\.sql$/.test(name))
     .sort();
+}
+
+export function migrate(db: Db): number {
+  const files = migrationFiles();
   files.forEach((name, index) => {
     if (Number(name.slice(0, 3)) !== index + 1) throw new Error(`migration ${name} is out of sequence`);
   });
@@ -140,9 +144,13 @@ const API_KEY_COLUMNS = `k.id, k.project_id, p.name AS project_name, k.prefix, k
   FROM api_keys k JOIN projects p ON p.id = k.project_id`;
 
 export function sqliteStore(db: Db): Store {
+  const schemaVersion = migrationFiles().length;
   const q = {
     metaGet: db.prepare<[string], { value: string }>("SELECT value FROM meta WHERE key = ?"),
     metaInsert: db.prepare("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING"),
+    heartbeat: db.prepare(
+      "INSERT INTO meta (key, value) VALUES ('heartbeat', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+    ),
     projectByName: db.prepare<[string], { id: string }>("SELECT id FROM projects WHERE name = ?"),
     projectInsert: db.prepare("INSERT INTO projects (id, name, created_at) VALUES (?, ?, ?)"),
     keyInsert: db.prepare("INSERT INTO api_keys (id, project_id, key_hash, prefix, created_at) VALUES (?, ?, ?, ?, ?)"),
@@ -347,6 +355,14 @@ export function sqliteStore(db: Db): Store {
         extra: parse<JsonObject>(row.extra) ?? {},
       }));
     },
+    async ping(now) {
+      const version = db.pragma("user_version", { simple: true }) as number;
+      if (version !== schemaVersion)
+        throw new Error(`the database is at schema version ${version}, not ${schemaVersion}`);
+      q.heartbeat.run(now);
+      return version;
+    },
+
     async close() {
       if (db.open) db.close();
     },

@@ -111,5 +111,11 @@ export interface Store {
   upsertAgent(projectId: string, sessionId: string, agent: AgentRecord): Promise<boolean>;
   listAgents(sessionId: string): Promise<AgentRecord[]>;
 
+  /**
+   * Readiness (GET /readyz): proves the database answers, is at the schema version this code
+   * needs, and takes a committed write. Resolves to the schema version; rejects otherwise.
+   */
+  ping(now: string): Promise<number>;
+
   close(): Promise<void>;
 }

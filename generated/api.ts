@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 0c2215ff67fc4ebf118d9946e1ad3f9cdc319269314bda149eb05077c74ee270. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 b086824bac198db6565ac88d4d6de6845599313046a1b184a84b876cf55b4479. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -240,6 +240,52 @@ export interface paths {
          * @description **L3.** Serves this OpenAPI document, byte for byte the file the server was built from. No credential is needed.
          */
         get: operations["getOpenapiSpec"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/healthz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Liveness
+         * @description Answers 200 for as long as the process serves requests, whatever the state of storage and
+         *     load (O2 never refuses it); 503 only once it has begun shutting down. No credential is
+         *     needed. Use it as a liveness probe: when it stops answering, restart the process.
+         */
+        get: operations["getHealth"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/readyz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Readiness
+         * @description Answers 200 when the server can take writes: the database is reachable, its schema is
+         *     migrated to the version this server needs, a write to it commits, and the server is not
+         *     overloaded (O2) or shutting down. Otherwise 503, whose `message` says which check failed.
+         *     No credential is needed. Use it as a readiness probe: while it answers 503, send traffic
+         *     to another node.
+         */
+        get: operations["getReadiness"];
         put?: never;
         post?: never;
         delete?: never;
@@ -522,6 +568,20 @@ export interface components {
             status: "success";
             jwt: string;
         };
+        HealthResponse: {
+            /** @constant */
+            status: "success";
+            /** @description Whole seconds since the process started serving. */
+            uptime_s: number;
+        };
+        ReadinessResponse: {
+            /** @constant */
+            status: "success";
+            /** @constant */
+            database: "ok";
+            /** @description The schema version of the database, which is the one this server needs. */
+            schema_version: number;
+        };
     };
     responses: {
         /** @description The session exists (created now, or earlier by the same project) and this JWT is bound to it. */
@@ -667,7 +727,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Too many failed API-key checks from this address (4.6). */
+        /** @description Too many failed API-key checks from this address (4.6), or this API key's requests are over `AGENTMON_RATE_LIMIT` (O3). */
         TooManyRequests: {
             headers: {
                 "Retry-After": components["headers"]["RetryAfter"];
@@ -698,7 +758,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The server is shutting down or its storage is unavailable. Nothing was stored; retry after `Retry-After` seconds. */
+        /** @description The server is shutting down, overloaded (O2) or its storage is unavailable (O4). Nothing was stored; retry after `Retry-After` seconds. */
         ServiceUnavailable: {
             headers: {
                 "Retry-After": components["headers"]["RetryAfter"];
@@ -827,6 +887,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -847,6 +908,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -867,6 +929,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -917,6 +980,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -961,6 +1025,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -1024,6 +1089,63 @@ export interface operations {
                 };
                 content: {
                     "application/yaml": string;
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getHealth: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The process is serving. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "uptime_s": 3600
+                     *     }
+                     */
+                    "application/json": components["schemas"]["HealthResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getReadiness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ready to take writes. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "database": "ok",
+                     *       "schema_version": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ReadinessResponse"];
                 };
             };
             500: components["responses"]["InternalError"];

@@ -3,7 +3,9 @@ import { createEvents } from "./createEvents.ts";
 import { createEventsUnversioned } from "./createEventsUnversioned.ts";
 import { createSession } from "./createSession.ts";
 import { createSessionUnversioned } from "./createSessionUnversioned.ts";
+import { getHealth } from "./getHealth.ts";
 import { getOpenapiSpec } from "./getOpenapiSpec.ts";
+import { getReadiness } from "./getReadiness.ts";
 import { reauthorizeJwt } from "./reauthorizeJwt.ts";
 import type { Deps, Handlers } from "./types.ts";
 import { updateEvents } from "./updateEvents.ts";
@@ -21,4 +23,6 @@ export const createHandlers = (deps: Deps) =>
     createAgent: createAgent(deps),
     reauthorizeJwt: reauthorizeJwt(deps),
     getOpenapiSpec: getOpenapiSpec(deps),
+    getHealth: getHealth(deps),
+    getReadiness: getReadiness(deps),
   }) satisfies Handlers;

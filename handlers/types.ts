@@ -47,6 +47,10 @@ export interface Deps {
   specText: string;
   /** Milliseconds since the epoch. */
   now(): number;
+  /** When the app was built, in milliseconds since the epoch. */
+  startedAt: number;
+  /** Why the server is refusing new work right now (O2), or undefined when it is not. */
+  pressure(): string | undefined;
 }
 
 declare module "fastify" {

@@ -1,0 +1,6 @@
+import type { Deps, Handler } from "./types.ts";
+
+/** Liveness: answers for as long as the process serves (O2 never refuses it). */
+export const getHealth =
+  (deps: Deps): Handler<"getHealth"> =>
+  async () => ({ status: "success", uptime_s: Math.floor((deps.now() - deps.startedAt) / 1000) });

@@ -1,0 +1,17 @@
+import { serviceUnavailable } from "./errors.ts";
+import type { Deps, Handler } from "./types.ts";
+
+/** Readiness: the database answers, is migrated and takes a committed write; not overloaded. */
+export const getReadiness =
+  (deps: Deps): Handler<"getReadiness"> =>
+  async (req) => {
+    const pressure = deps.pressure();
+    if (pressure) throw serviceUnavailable(`Not ready: ${pressure}`, 5);
+    try {
+      const version = await deps.store.ping(new Date(deps.now()).toISOString());
+      return { status: "success", database: "ok", schema_version: version };
+    } catch (err) {
+      req.log.error({ err }, "readiness check failed");
+      throw serviceUnavailable("Not ready: the database cannot be written right now", 5);
+    }
+  };
