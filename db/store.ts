@@ -5,6 +5,8 @@
  */
 
 export type Kind = "llm" | "tool" | "action" | "error";
+/** Where an event's `cost` comes from: the client, the model price table, or nowhere (it is null). */
+export type CostSource = "client" | "table" | "unknown";
 export type EndState = "Success" | "Fail" | "Indeterminate";
 export type JsonObject = Record<string, unknown>;
 
@@ -47,7 +49,13 @@ export interface EventRecord {
   model: string | null;
   prompt_tokens: number | null;
   completion_tokens: number | null;
+  /** The client's cost, or the price table's (see cost_source); null when not known. */
   cost: number | null;
+  /**
+   * Absent means: `client` when `cost` is set, else `unknown` (what migration 002 gives rows
+   * written before prices existed). Handlers always set it (lib/prices.ts priceEvent).
+   */
+  cost_source?: CostSource;
   /** Every other field the contract names that was given (prompt, completion, name, input, ...). */
   fields: JsonObject;
   /** The alias names the client used (`event_type`, `timestamp`, `tool_name`, ...), echoed on read. */
@@ -69,6 +77,53 @@ export interface ApiKeyRecord {
   prefix: string;
   created_at: string;
   revoked_at: string | null;
+}
+
+/** Where a page of sessions or events starts: after this row in the page order. */
+export interface Position {
+  init_us: number;
+  id: string;
+}
+
+/** The filters of GET /v2/sessions; every one given must match. */
+export interface SessionFilter {
+  /** Every one of these tags. */
+  tags?: string[];
+  end_state?: EndState;
+  /** init_us >= from_us */
+  from_us?: number;
+  /** init_us < to_us */
+  to_us?: number;
+  /** A registered agent with this id, or an event with this agent_id. */
+  agent_id?: string;
+  /** A case-insensitive substring of end_state_reason. */
+  q?: string;
+}
+
+/** The figures of a session's events that Stats are made of (zeros when it has none). */
+export interface SessionTotals {
+  events: number;
+  event_counts: Record<Kind, number>;
+  /** Sums over llm events. */
+  prompt_tokens: number;
+  completion_tokens: number;
+  cost: number;
+  /** Earliest event init, and latest event init or end, in microseconds; null when no events. */
+  first_us: number | null;
+  last_us: number | null;
+}
+
+export interface SessionSnapshot {
+  session: SessionRecord;
+  totals: SessionTotals;
+  agents: AgentRecord[];
+  events: EventRecord[];
+}
+
+export interface Page<T> {
+  items: T[];
+  /** Where the next page starts; null when this is the last one. */
+  next: Position | null;
 }
 
 /** Applies one update_events entry to a stored event (a pure function, run inside the transaction). */
@@ -94,8 +149,39 @@ export interface Store {
   getSession(id: string): Promise<SessionRecord | undefined>;
   /** Undefined when the session does not exist in that project. */
   updateSession(projectId: string, id: string, changes: SessionChanges): Promise<SessionRecord | undefined>;
-  /** The sum of the `cost` of the session's llm events. */
+  /** The sum of the `cost` of the session's llm events (the same sum as `sessionTotals(...).cost`). */
   tokenCost(sessionId: string): Promise<number>;
+
+  /**
+   * A page of the project's sessions, newest first (init_us desc, then id desc), after `after`,
+   * each with its totals.
+   */
+  listSessions(
+    projectId: string,
+    filter: SessionFilter,
+    after: Position | undefined,
+    limit: number,
+  ): Promise<Page<{ session: SessionRecord; totals: SessionTotals }>>;
+  /**
+   * The session with its totals, and its agents and all its events when asked (else empty), read
+   * in one transaction, so they agree; undefined when the session is not in the project.
+   */
+  readSession(
+    projectId: string,
+    sessionId: string,
+    parts: { agents: boolean; events: boolean },
+  ): Promise<SessionSnapshot | undefined>;
+  /**
+   * A page of the session's events in (init_us, id) order after `after`, only these kinds when
+   * given; undefined when the session is not in the project.
+   */
+  listEventsPage(
+    projectId: string,
+    sessionId: string,
+    options: { types?: Kind[]; after?: Position; limit: number },
+  ): Promise<Page<EventRecord> | undefined>;
+  /** Removes the session with its events and agents, in one transaction; false when it is not in the project. */
+  deleteSession(projectId: string, sessionId: string): Promise<boolean>;
 
   /** Stores the events not already stored under their id; false when the session is not in the project. */
   insertEvents(projectId: string, sessionId: string, events: EventRecord[]): Promise<boolean>;

@@ -1,6 +1,7 @@
 import type { EventRecord, JsonObject } from "../db/store.ts";
 import type { Claims } from "../lib/auth.ts";
 import { uuidv7 } from "../lib/ids.ts";
+import { priceEvent } from "../lib/prices.ts";
 import { type EventInput, newEvent, readEvent, requireKind } from "../lib/records.ts";
 import { timestampFromMillis } from "../lib/timestamps.ts";
 import { type ErrorDetail, forbidden, invalidRequest, sessionNotFound } from "./errors.ts";
@@ -29,7 +30,7 @@ export async function recordEvents(deps: Deps, claims: Claims, events: JsonObjec
   const unique = new Map<string, EventRecord>(); // the same id twice in one call: the later copy wins (E3)
   inputs.forEach((input, index) => {
     const id = ids[index] as string;
-    unique.set(id, newEvent(input, id, received));
+    unique.set(id, priceEvent(newEvent(input, id, received), deps.prices));
   });
   if (!(await deps.store.insertEvents(claims.project_id, claims.session_id, [...unique.values()]))) {
     throw sessionNotFound(claims.session_id);

@@ -13,6 +13,7 @@ import type {
 import type { ApiKeyRecord, Store } from "../db/store.ts";
 import type { operations } from "../generated/api.ts";
 import type { Claims } from "../lib/auth.ts";
+import type { PriceTable } from "../lib/prices.ts";
 import { internalError } from "./errors.ts";
 
 type Op<K extends keyof operations> = operations[K];
@@ -24,11 +25,23 @@ type Content<C> = C extends { content: { "application/json": infer B } }
 
 export type OperationId = keyof operations;
 
+/** A part of an operation's parameters (`path`, `query`), or unknown when it declares none. */
+type Parameters<K extends OperationId, Part extends "path" | "query"> =
+  Op<K> extends {
+    parameters: { [P in Part]?: infer T };
+  }
+    ? [NonNullable<T>] extends [never]
+      ? unknown
+      : NonNullable<T>
+    : unknown;
+
 export type Handler<K extends OperationId> = RouteHandlerMethod<
   RawServerDefault,
   RawRequestDefaultExpression,
   RawReplyDefaultExpression,
   {
+    Params: Parameters<K, "path">;
+    Querystring: Parameters<K, "query">;
     Body: Content<NonNullable<Op<K>["requestBody"]>>;
     Reply: { [S in keyof Op<K>["responses"]]: Content<Op<K>["responses"][S]> };
   }
@@ -51,6 +64,8 @@ export interface Deps {
   startedAt: number;
   /** Why the server is refusing new work right now (O2), or undefined when it is not. */
   pressure(): string | undefined;
+  /** Prices llm events sent without a cost (lib/prices.ts). */
+  prices: PriceTable;
 }
 
 declare module "fastify" {

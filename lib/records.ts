@@ -5,6 +5,8 @@
  */
 
 import type {
+  AgentRecord,
+  CostSource,
   EndState,
   EventRecord,
   JsonObject,
@@ -12,6 +14,7 @@ import type {
   NewSession,
   SessionChanges,
   SessionRecord,
+  SessionTotals,
 } from "../db/store.ts";
 import type { ErrorDetail } from "../handlers/errors.ts";
 import { parseTimestamp, type Timestamp } from "./timestamps.ts";
@@ -47,7 +50,9 @@ const END_STATES: Record<string, EndState> = {
 export const END_STATE_RULE =
   'must be one of Success, Fail, Indeterminate (any case), or an alias: completed, complete, succeeded, ok, failed, failure, error, errored, unknown, ""';
 
-export const canonicalEndState = (value: string): EndState | undefined => END_STATES[value.toLowerCase()];
+/** Own keys only: `constructor` or `__proto__` must not find Object.prototype's members. */
+export const canonicalEndState = (value: string): EndState | undefined =>
+  Object.hasOwn(END_STATES, value.toLowerCase()) ? END_STATES[value.toLowerCase()] : undefined;
 
 const SESSION_FIELDS = new Set([
   "id",
@@ -278,6 +283,8 @@ export function newEvent(input: EventInput & { type: Kind }, id: string, receive
     prompt_tokens: null,
     completion_tokens: null,
     cost: null,
+    // A cost sent is the client's; otherwise lib/prices.ts priceEvent decides.
+    cost_source: given(resolved.fields.cost) ? "client" : "unknown",
     fields: {},
     aliases: resolved.aliases,
     extra: resolved.extra,
@@ -290,12 +297,19 @@ export function patchEvent(stored: EventRecord, input: EventInput): EventRecord 
   const type = input.type ?? stored.type;
   const resolved = resolveAliases(type, input);
   const next = withFields({ ...stored, type }, resolved.fields);
+  // A cost sent now is the client's, and stays so: a client cost always wins over the table.
+  if (given(resolved.fields.cost)) next.cost_source = "client";
   if (resolved.init) {
     next.init_timestamp = resolved.init.iso;
     next.init_us = resolved.init.us;
   }
-  next.aliases = [...new Set([...stored.aliases, ...resolved.aliases])];
+  // The tool aliases mean something on tool events only: after a change of kind, `params` is the
+  // llm's own field again, not an echo of the tool's input.
+  const aliases = [...new Set([...stored.aliases, ...resolved.aliases])];
+  next.aliases = type === "tool" ? aliases : aliases.filter((alias) => !(alias in TOOL_ALIASES));
   next.extra = { ...stored.extra, ...resolved.extra };
+  // An alias given now names its field; an older value kept under that name as unknown is gone.
+  for (const alias of resolved.aliases) delete next.extra[alias];
   return next;
 }
 
@@ -309,9 +323,11 @@ export function eventView(event: EventRecord, sessionId: string) {
     end_timestamp: event.end_timestamp,
     agent_id: event.agent_id,
   };
-  for (const key of ["model", "prompt_tokens", "completion_tokens", "cost"] as const) {
+  for (const key of ["model", "prompt_tokens", "completion_tokens"] as const) {
     if (event[key] !== null) view[key] = event[key];
   }
+  // Only a cost the client sent is a field it sent; a table price is shown by readEventView.
+  if (event.cost !== null && (event.cost_source ?? "client") === "client") view.cost = event.cost;
   Object.assign(view, event.fields);
   const echo: Record<string, unknown> = {
     event_type: KINDS[event.type],
@@ -322,6 +338,74 @@ export function eventView(event: EventRecord, sessionId: string) {
   };
   for (const alias of event.aliases) view[alias] = echo[alias];
   return { ...view, ...event.extra };
+}
+
+/** What every event the read API answers carries; the other fields are the ones it was sent with (G5). */
+export interface StoredEventView {
+  id: string;
+  type: Kind;
+  session_id: string;
+  init_timestamp: string;
+  end_timestamp: string | null;
+  agent_id: string | null;
+  cost?: number;
+  cost_source?: CostSource;
+  [field: string]: unknown;
+}
+
+/**
+ * An event as the read API answers it: eventView, plus for llm events `cost_source` and `cost`
+ * when it is known (the client's or the table's). `cost_source` is the server's on llm events:
+ * an unknown field of that name sent by a client is stored but not shown there.
+ */
+export function readEventView(event: EventRecord, sessionId: string): StoredEventView {
+  const view = eventView(event, sessionId);
+  const fixed = {
+    id: event.id,
+    type: event.type,
+    session_id: sessionId,
+    init_timestamp: event.init_timestamp,
+    end_timestamp: event.end_timestamp,
+    agent_id: event.agent_id,
+  };
+  if (event.type !== "llm") return { ...view, ...fixed };
+  const { cost: _cost, cost_source: _source, ...rest } = view;
+  const source = event.cost_source ?? (event.cost === null ? "unknown" : "client");
+  return { ...rest, ...fixed, ...(event.cost === null ? {} : { cost: event.cost }), cost_source: source };
+}
+
+// ---------------------------------------------------------------- read API
+
+/** An agent as the read API answers it: id, name, then its unknown fields as sent. */
+export const agentView = (agent: AgentRecord) => ({ id: agent.id, name: agent.name, ...agent.extra });
+
+/** An instant in microseconds as a stored timestamp (G6): UTC, `Z`, the fraction without trailing zeros. */
+export function isoFromMicros(us: number): string {
+  const ms = Math.floor(us / 1000);
+  const base = new Date(ms).toISOString(); // YYYY-MM-DDTHH:MM:SS.mmmZ
+  const fraction = `${base.slice(20, 23)}${String(us - ms * 1000).padStart(3, "0")}`.replace(/0+$/, "");
+  return `${base.slice(0, 19)}${fraction === "" ? "" : `.${fraction}`}Z`;
+}
+
+/**
+ * A session's Stats: its totals, with `cost` as token_cost writes it (S6) and `duration_ms` from
+ * the session's end, or while it has none from its latest event (0 without events).
+ */
+export function statsView(session: SessionRecord, totals: SessionTotals) {
+  const end = session.end_timestamp === null ? undefined : parseTimestamp(session.end_timestamp)?.us;
+  const until = end ?? totals.last_us ?? session.init_us;
+  return {
+    events: totals.events,
+    event_counts: totals.event_counts,
+    prompt_tokens: totals.prompt_tokens,
+    completion_tokens: totals.completion_tokens,
+    cost: formatCost(totals.cost),
+    // A clock set wrong on the client can put the end before the start: a duration is never negative.
+    duration_ms: Math.max(0, until - session.init_us) / 1000,
+    error_count: totals.event_counts.error,
+    first_event_at: totals.first_us === null ? null : isoFromMicros(totals.first_us),
+    last_event_at: totals.last_us === null ? null : isoFromMicros(totals.last_us),
+  };
 }
 
 // ---------------------------------------------------------------- shared

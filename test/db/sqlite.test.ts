@@ -38,16 +38,16 @@ const event = (id: string, cost: number | null = null, type: EventRecord["type"]
   extra: {},
 });
 
-t.test("migrations: a new file is created with its folder, WAL on, schema at version 1", async (t) => {
+t.test("migrations: a new file is created with its folder, WAL on, schema at the latest version (2)", async (t) => {
   const path = tempDb();
   const db = openDb(path);
   t.equal(db.pragma("journal_mode", { simple: true }), "wal");
   t.equal(db.pragma("foreign_keys", { simple: true }), 1);
-  t.equal(db.pragma("user_version", { simple: true }), 1);
-  t.equal(migrate(db), 1, "running again changes nothing");
+  t.equal(db.pragma("user_version", { simple: true }), 2);
+  t.equal(migrate(db), 2, "running again changes nothing");
   db.close();
   const again = openDb(path);
-  t.equal(again.pragma("user_version", { simple: true }), 1, "reopening keeps the version");
+  t.equal(again.pragma("user_version", { simple: true }), 2, "reopening keeps the version");
   again.close();
 });
 

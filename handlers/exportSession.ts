@@ -1,0 +1,19 @@
+import { agentView, readEventView, sessionView, statsView } from "../lib/records.ts";
+import { sessionNotFound } from "./errors.ts";
+import { apiKeyOf, type Deps, type Handler } from "./types.ts";
+
+/** The whole session in one document, read in one transaction so that stats and events agree. */
+export const exportSession =
+  (deps: Deps): Handler<"exportSession"> =>
+  async (req) => {
+    const id = req.params.session_id;
+    const found = await deps.store.readSession(apiKeyOf(req).project_id, id, { agents: true, events: true });
+    if (!found) throw sessionNotFound(id);
+    return {
+      status: "success" as const,
+      session: sessionView(found.session),
+      stats: statsView(found.session, found.totals),
+      agents: found.agents.map(agentView),
+      events: found.events.map((event) => readEventView(event, id)),
+    };
+  };
