@@ -1,0 +1,87 @@
+/**
+ * The web UI's files, read once from this folder when the app is built and served from memory.
+ * Only the names in ASSETS are ever served: a request names a key of this table, never a path,
+ * so `..`, encoded slashes and absolute paths cannot reach any other file.
+ */
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import type { FastifyReply, FastifyRequest } from "fastify";
+import { fromRoot } from "../lib/paths.ts";
+
+const TYPES = {
+  html: "text/html; charset=utf-8",
+  css: "text/css; charset=utf-8",
+  js: "text/javascript; charset=utf-8",
+  svg: "image/svg+xml",
+} as const;
+
+/** The two pages, and the assets they load from /ui/<name>. */
+export const PAGES = ["index.html", "session.html"] as const;
+export const ASSETS = [
+  "app.css",
+  "common.js",
+  "sessions.js",
+  "session.js",
+  "timeline.js",
+  "detail.js",
+  "favicon.svg",
+] as const;
+
+/**
+ * The same policy on every UI response: scripts and styles only from this origin (no inline
+ * script or style, no eval), data only from this origin's API, no plugins, no framing. Stored
+ * strings are attacker-controlled, so even a rendering mistake could not run injected script.
+ */
+export const CONTENT_SECURITY_POLICY = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self'",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join("; ");
+
+export interface UiFile {
+  body: Buffer;
+  type: string;
+  etag: string;
+}
+
+function load(name: string): UiFile {
+  const body = readFileSync(fromRoot(`ui/${name}`));
+  const extension = name.slice(name.lastIndexOf(".") + 1) as keyof typeof TYPES;
+  const etag = `"${createHash("sha256").update(body).digest("base64url").slice(0, 27)}"`;
+  return { body, type: TYPES[extension], etag };
+}
+
+let files: Map<string, UiFile> | undefined;
+
+/** Every served file by name, read on first use (when the handlers are built) and then kept. */
+export function uiFiles(): Map<string, UiFile> {
+  files ??= new Map([...PAGES, ...ASSETS].map((name) => [name, load(name)]));
+  return files;
+}
+
+/**
+ * Sends one UI file. `Cache-Control: no-cache` with a strong ETag: the browser keeps its copy
+ * and revalidates it, a 304 answers an unchanged file, and a new release is seen at once
+ * (the files keep their names, so they cannot be cached as immutable).
+ */
+export function sendUiFile(req: FastifyRequest, reply: FastifyReply, file: UiFile): FastifyReply {
+  reply.headers({
+    "content-security-policy": CONTENT_SECURITY_POLICY,
+    "cache-control": "no-cache",
+    etag: file.etag,
+    "x-content-type-options": "nosniff",
+    // The address holds a session id; it is not the business of any other site.
+    "referrer-policy": "no-referrer",
+  });
+  const match = req.headers["if-none-match"];
+  if (typeof match === "string" && match.split(/\s*,\s*/).some((tag) => tag.replace(/^W\//, "") === file.etag)) {
+    return reply.code(304).send();
+  }
+  return reply.type(file.type).send(file.body);
+}

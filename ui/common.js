@@ -1,0 +1,204 @@
+// What both pages share: the API key (asked once, kept in sessionStorage), calls to the read
+// API, DOM building and number formats. Every string from the server is attacker-controlled
+// (clients store whatever they like), so it only ever reaches the page as text: h() turns
+// children into text nodes, and no string is ever parsed as HTML.
+
+const KEY_NAME = "agentmon.apiKey";
+
+/**
+ * h("a", { href, class: "x", "aria-label": "y", onclick: fn }, "text", child, [more]):
+ * an element whose string children become text nodes.
+ */
+export function h(tag, props, ...children) {
+  const element = document.createElement(tag);
+  for (const [name, value] of Object.entries(props ?? {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name.startsWith("on")) element.addEventListener(name.slice(2), value);
+    else if (name === "class") element.className = value;
+    else element.setAttribute(name, value === true ? "" : String(value));
+  }
+  append(element, children);
+  return element;
+}
+
+function append(element, children) {
+  for (const child of children) {
+    if (child === undefined || child === null || child === false) continue;
+    if (Array.isArray(child)) append(element, child);
+    else element.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+}
+
+/** Replaces an element's children. */
+export function fill(element, ...children) {
+  element.replaceChildren();
+  append(element, children);
+  return element;
+}
+
+// ------------------------------------------------------------------ the API key and the API
+
+export const apiKey = () => sessionStorage.getItem(KEY_NAME);
+
+/** A failed API call: the HTTP status and the contract's {error, message} body (G2). */
+export class ApiError extends Error {
+  constructor(status, body) {
+    super(body?.message ?? `The server answered HTTP ${status}`);
+    this.status = status;
+    this.body = body;
+  }
+}
+
+/** GET on the read API with the key; query values may be arrays (sent repeated). */
+export async function api(path, query = {}) {
+  const url = new URL(path, location.origin);
+  for (const [name, value] of Object.entries(query)) {
+    for (const one of [value].flat()) {
+      if (one !== undefined && one !== null && one !== "") url.searchParams.append(name, String(one));
+    }
+  }
+  let res;
+  try {
+    res = await fetch(url, { headers: { "X-Agentmon-Api-Key": apiKey() ?? "" }, cache: "no-store" });
+  } catch {
+    throw new ApiError(0, { error: "Network error", message: "The server could not be reached; is it running?" });
+  }
+  const body = await res.json().catch(() => null);
+  if (!res.ok) {
+    const error = new ApiError(res.status, body);
+    if (res.status === 401) keyRefused();
+    throw error;
+  }
+  return body;
+}
+
+// The page's hooks, set by startPage().
+let page = { start: () => {}, stop: () => {} };
+
+/**
+ * Runs a page: asks for the key when there is none, then calls start(). stop() is called when
+ * the key is forgotten or refused, to end polling and clear what the page shows.
+ */
+export function startPage(hooks) {
+  page = hooks;
+  const forget = document.getElementById("forget-key");
+  forget.addEventListener("click", () => {
+    sessionStorage.removeItem(KEY_NAME);
+    askForKey("The key is forgotten. Enter an API key to continue.");
+  });
+  if (apiKey()) showApp();
+  else askForKey();
+}
+
+function showApp() {
+  document.getElementById("key-panel").hidden = true;
+  document.getElementById("forget-key").hidden = false;
+  page.start();
+}
+
+function keyRefused() {
+  sessionStorage.removeItem(KEY_NAME);
+  askForKey("That API key was refused (401). Check it and enter it again.");
+}
+
+/** Shows the key form (and nothing else); a message says why when it is asked again. */
+export function askForKey(why) {
+  page.stop();
+  document.getElementById("app").hidden = true;
+  document.getElementById("message").textContent = "";
+  document.getElementById("forget-key").hidden = true;
+  const input = h("input", {
+    id: "api-key",
+    name: "api-key",
+    type: "password",
+    required: true,
+    autocomplete: "off",
+    spellcheck: "false",
+    placeholder: "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx",
+  });
+  const form = h(
+    "form",
+    { class: "key-form", id: "key-form" },
+    h("h1", {}, "API key"),
+    h(
+      "p",
+      {},
+      "The pages read your sessions with a project's API key. It is kept in this tab only (sessionStorage) and sent to this server alone.",
+    ),
+    why ? h("p", { class: "warning", role: "alert" }, why) : null,
+    h("label", { for: "api-key" }, "API key"),
+    h("div", { class: "key-row" }, input, h("button", { type: "submit" }, "Continue")),
+  );
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const key = input.value.trim();
+    if (key === "") return;
+    sessionStorage.setItem(KEY_NAME, key);
+    showApp();
+  });
+  const panel = document.getElementById("key-panel");
+  fill(panel, form);
+  panel.hidden = false;
+  input.focus();
+}
+
+/** A user-facing sentence for a failed call (the 401 case is handled by asking for the key). */
+export function describeError(error) {
+  if (!(error instanceof ApiError)) return `Something went wrong in this page: ${error?.message ?? error}`;
+  const name = error.body?.error ?? `HTTP ${error.status}`;
+  return `${name}: ${error.message}`;
+}
+
+// ------------------------------------------------------------------ formats
+
+/** Microseconds since the epoch of a stored timestamp (UTC ISO, up to 6 fraction digits). */
+export function micros(iso) {
+  if (typeof iso !== "string") return Number.NaN;
+  const match = /^(.*T\d\d:\d\d(?::\d\d)?)(?:\.(\d+))?(Z|[+-]\d\d:?\d\d)?$/.exec(iso);
+  if (!match) return Date.parse(iso) * 1000;
+  const whole = Date.parse(`${match[1]}${match[3] ?? "Z"}`);
+  const fraction = Number((match[2] ?? "").padEnd(6, "0").slice(0, 6));
+  return whole * 1000 + fraction;
+}
+
+/** "2026-11-22 05:09:41" (UTC), the form every page uses; `precise` keeps the fraction. */
+export function formatTime(iso, precise = false) {
+  if (typeof iso !== "string") return "—";
+  const time = iso.replace("T", " ").replace(/Z$/, "");
+  return precise ? time : time.replace(/\.\d+/, "");
+}
+
+/** A duration in milliseconds, short: "850 µs", "12 ms", "3.4 s", "2 min 5 s", "1 h 3 min". */
+export function formatDuration(ms) {
+  if (typeof ms !== "number" || !Number.isFinite(ms) || ms < 0) return "—";
+  if (ms === 0) return "0";
+  if (ms < 1) return `${Math.round(ms * 1000)} µs`;
+  if (ms < 1000) return `${ms < 10 ? ms.toFixed(1).replace(/\.0$/, "") : Math.round(ms)} ms`;
+  const s = ms / 1000;
+  if (s < 60) return `${s < 10 ? s.toFixed(2).replace(/\.?0+$/, "") : s.toFixed(1).replace(/\.0$/, "")} s`;
+  const min = Math.floor(Math.round(s) / 60);
+  const seconds = Math.round(s) % 60;
+  if (min < 60) return seconds === 0 ? `${min} min` : `${min} min ${seconds} s`;
+  return min % 60 === 0 ? `${min / 60} h` : `${Math.floor(min / 60)} h ${min % 60} min`;
+}
+
+export const formatInt = (n) => (typeof n === "number" ? n.toLocaleString("en-US") : "—");
+
+/** The stats' cost (a decimal string, S6) as dollars: "$0.0000021", "$1.50". */
+export function formatCost(cost) {
+  if (typeof cost === "string") return `$${cost}`;
+  // An event's cost is a JSON number: never in exponent notation (2.1e-7) on the page.
+  if (typeof cost === "number") return `$${cost.toFixed(12).replace(/\.?0+$/, "")}`;
+  return "—";
+}
+
+/** The end-state badge; a session without one is still running (or never said how it ended). */
+export function stateBadge(session) {
+  const state = session?.end_state;
+  const label = state ?? "Running";
+  const kind = { Success: "success", Fail: "fail", Indeterminate: "indeterminate" }[state] ?? "running";
+  return h("span", { class: `badge badge-${kind}`, "data-state": label }, label);
+}
+
+/** A value for display: strings as they are, everything else as indented JSON. */
+export const asText = (value) => (typeof value === "string" ? value : JSON.stringify(value, null, 2));
