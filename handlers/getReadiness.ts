@@ -1,4 +1,4 @@
-import { serviceUnavailable } from "./errors.ts";
+import { serviceUnavailable, storageFault } from "./errors.ts";
 import type { Deps, Handler } from "./types.ts";
 
 /** Readiness: the database answers, is migrated and takes a committed write; not overloaded. */
@@ -12,6 +12,6 @@ export const getReadiness =
       return { status: "success", database: "ok", schema_version: version };
     } catch (err) {
       req.log.error({ err }, "readiness check failed");
-      throw serviceUnavailable("Not ready: the database cannot be written right now", 5);
+      throw serviceUnavailable(`Not ready: ${storageFault(err) ?? "the database cannot be written"}`, 5);
     }
   };

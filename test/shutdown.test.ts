@@ -50,5 +50,8 @@ t.test("G3: a store that has been closed answers 503 with Retry-After, not 500",
   const res = await withKey("/v2/create_session", { session: { id: "after-close" } });
   t.equal(res.statusCode, 503);
   t.equal(res.headers["retry-after"], "5");
-  t.same(res.json(), { error: "Service unavailable", message: "Storage is unavailable right now; nothing was stored" });
+  t.same(res.json(), {
+    error: "Service unavailable",
+    message: "Storage is unavailable (the server is stopping); nothing was stored. Retry after 5 seconds",
+  });
 });

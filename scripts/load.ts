@@ -1,0 +1,183 @@
+/**
+ * What the load scripts share: agentmon started as a user starts it (`node bin/agentmon.js serve`
+ * on a file database in a fresh temporary folder), sessions to send to, realistic event batches
+ * with unique ids, autocannon runs, and the server's resident memory.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import autocannon from "autocannon";
+
+export const ROOT = new URL("..", import.meta.url).pathname;
+
+export interface Server {
+  url: string;
+  key: string;
+  child: ChildProcess;
+  dir: string;
+  /** Resident set size of the server process, in bytes (Linux /proc). */
+  rss(): number;
+  stop(): Promise<void>;
+}
+
+/** Starts `agentmon serve` on a new database file and waits until it listens. */
+export async function startAgentmon(env: Record<string, string> = {}): Promise<Server> {
+  const dir = mkdtempSync(join(tmpdir(), "agentmon-load-"));
+  const key = env.AGENTMON_API_KEY ?? randomUUID();
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(AGENTMON_|PORT$)/.test(name)));
+  const child = spawn(process.execPath, ["bin/agentmon.js", "serve"], {
+    cwd: ROOT,
+    env: {
+      ...clean,
+      PORT: "0",
+      AGENTMON_DB: join(dir, "agentmon.db"),
+      AGENTMON_API_KEY: key,
+      AGENTMON_LOG_LEVEL: "warn",
+      ...env,
+    },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  // A script that dies half-way must not leave a server behind.
+  const kill = () => child.kill("SIGKILL");
+  process.once("exit", kill);
+  child.once("exit", () => process.off("exit", kill));
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = "";
+    child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
+      out += chunk;
+      const match = /agentmon: listening on (\S+)/.exec(out);
+      if (match?.[1]) resolve(match[1]);
+    });
+    child.once("exit", (code) => reject(new Error(`agentmon exited with ${code} before listening:\n${out}`)));
+  });
+  return {
+    url,
+    key,
+    child,
+    dir,
+    rss: () => {
+      const status = readFileSync(`/proc/${child.pid}/status`, "utf8");
+      return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024;
+    },
+    stop: async () => {
+      if (child.exitCode === null) {
+        const exited = new Promise((resolve) => child.once("exit", resolve));
+        child.kill("SIGTERM");
+        await exited;
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function postJson(url: string, body: unknown, headers: Record<string, string>) {
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify(body),
+  });
+  if (res.status !== 200) throw new Error(`${url} answered ${res.status}: ${await res.text()}`);
+  return (await res.json()) as Record<string, unknown>;
+}
+
+/** Opens `n` sessions and answers their JWTs. */
+export async function openSessions(server: Server, n: number): Promise<string[]> {
+  const jwts: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const body = { session: { id: randomUUID(), tags: ["load"], host_env: { OS: { OS: "Linux" } } } };
+    const answer = await postJson(`${server.url}/v2/create_session`, body, { "x-agentmon-api-key": server.key });
+    jwts.push(String(answer.jwt));
+  }
+  return jwts;
+}
+
+const PROMPT = [
+  { role: "system", content: "You are a careful assistant that answers questions about the weather. ".repeat(4) },
+  {
+    role: "user",
+    content: "What will the weather be like in Lisbon tomorrow afternoon, and should I bring a coat? ".repeat(6),
+  },
+];
+
+let sequence = 0;
+
+/**
+ * `n` realistic events with unique ids: llm events with a message-array prompt of about 1 KB,
+ * mixed with tool events (one in four).
+ */
+export function eventBatch(n: number): { events: Record<string, unknown>[] } {
+  const now = new Date().toISOString();
+  const events = Array.from({ length: n }, (_, i) => {
+    const id = `${process.pid}-${++sequence}`;
+    return i % 4 === 3
+      ? {
+          id,
+          type: "tool",
+          name: "get_weather",
+          input: { city: "Lisbon", day: "tomorrow" },
+          output: { temp_c: 17, sky: "clouds" },
+          init_timestamp: now,
+          end_timestamp: now,
+        }
+      : {
+          id,
+          type: "llm",
+          model: "gpt-4o-mini",
+          prompt: PROMPT,
+          completion: { role: "assistant", content: "Mild and cloudy, around 17 °C; a light coat is enough." },
+          prompt_tokens: 212,
+          completion_tokens: 18,
+          init_timestamp: now,
+          end_timestamp: now,
+        };
+  });
+  return { events };
+}
+
+export interface LoadResult {
+  requests: number;
+  /** Requests per second over the run. */
+  rps: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+}
+
+/**
+ * Runs autocannon against create_events with `perCall` new events per request, spreading the
+ * requests over the sessions' JWTs. `rate` caps the total requests per second.
+ */
+export async function ingest(
+  server: Server,
+  jwts: string[],
+  options: { connections: number; seconds: number; perCall: number; rate?: number },
+): Promise<LoadResult> {
+  let turn = 0;
+  const result = await autocannon({
+    url: `${server.url}/v2/create_events`,
+    connections: options.connections,
+    duration: options.seconds,
+    ...(options.rate ? { overallRate: options.rate } : {}),
+    requests: [
+      {
+        method: "POST",
+        setupRequest: (request) => ({
+          ...request,
+          headers: { "content-type": "application/json", authorization: `Bearer ${jwts[turn++ % jwts.length]}` },
+          body: JSON.stringify(eventBatch(options.perCall)),
+        }),
+      },
+    ],
+  });
+  return {
+    requests: result.requests.total,
+    rps: result.requests.total / options.seconds,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors + result.timeouts,
+  };
+}
