@@ -55,6 +55,8 @@ export function verifyJwt(token: string, secret: string, nowSeconds: number): Cl
   const expected = sign(`${header}.${payload}`, secret);
   const given = Buffer.from(signature, "base64url");
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
+  // Only the canonical encoding: the last character of a 32-byte signature has 2 spare bits.
+  if (given.toString("base64url") !== signature) return undefined;
   const claims = decodeJson(payload);
   if (
     !claims ||
@@ -63,7 +65,10 @@ export function verifyJwt(token: string, secret: string, nowSeconds: number): Cl
     typeof claims.key_id !== "string" ||
     typeof claims.iat !== "number" ||
     typeof claims.exp !== "number" ||
-    claims.exp <= nowSeconds
+    claims.exp <= nowSeconds ||
+    // 4.4: exp = iat + 24 h, and a token is not issued in the future (a minute of clock skew allowed).
+    claims.exp - claims.iat > JWT_LIFETIME_SECONDS ||
+    claims.iat > nowSeconds + 60
   ) {
     return undefined;
   }

@@ -2,7 +2,8 @@
  * The JSON body parser. One pass over the text, before JSON.parse, refuses what no later step
  * could handle: arrays and objects nested deeper than MAX_DEPTH (validation, storage and
  * serialization all recurse), and `\ud800`-style escapes of lone UTF-16 surrogates (such a
- * string has no UTF-8 form, so it could be neither stored as sent nor put into a URL).
+ * string has no UTF-8 form, so it could be neither stored as sent nor put into a URL), and numbers
+ * beyond a double's range (JSON.parse would make them Infinity, which JSON cannot say back).
  * Keys such as `__proto__` stay plain data: JSON.parse defines them as own properties (G5).
  */
 import { ApiError } from "../handlers/errors.ts";
@@ -13,6 +14,7 @@ export const MAX_DEPTH = 100;
 const badRequest = (message: string) => new ApiError(400, { error: "Bad request", message });
 const malformed = (message: string) => new ApiError(400, { error: "Malformed JSON", message });
 
+const NUMBER_CHAR = /[0-9eE.+-]/;
 const hex = (text: string, at: number) =>
   /^[0-9a-fA-F]{4}$/.test(text.slice(at, at + 4)) ? Number.parseInt(text.slice(at, at + 4), 16) : -1;
 const isHigh = (code: number) => code >= 0xd800 && code <= 0xdbff;
@@ -46,7 +48,16 @@ export function scanJson(text: string, maxDepth = MAX_DEPTH): string | undefined
         } else i++;
       }
     } else if (c === 0x22) inString = true;
-    else if (c === 0x7b || c === 0x5b) {
+    else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
+      // A number: one too big for a double would parse as Infinity and be stored as null.
+      let end = i + 1;
+      while (end < text.length && NUMBER_CHAR.test(text.charAt(end))) end++;
+      const token = text.slice(i, end);
+      if ((token.length > 300 || /[eE]/.test(token)) && !Number.isFinite(Number(token))) {
+        return `The request body has a number too large for a double (${token.slice(0, 40)}) at position ${i}`;
+      }
+      i = end - 1;
+    } else if (c === 0x7b || c === 0x5b) {
       if (++depth > maxDepth) return `The request body nests arrays and objects more than ${maxDepth} levels deep`;
     } else if (c === 0x7d || c === 0x5d) depth--;
   }

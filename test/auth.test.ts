@@ -1,6 +1,7 @@
 /**
  * Contract part 4, authentication: API keys, JWTs, reauthorization and the failure rate limit,
- * through the real app on real SQLite.
+ * through the real app on real SQLite. The attacks on these rules (forged, tampered, expired,
+ * revoked, misdirected and guessed credentials, key brute force) are in attacks.test.ts.
  */
 import { createHash, createHmac } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
@@ -18,7 +19,6 @@ import {
   INVALID_API_KEY,
   INVALID_JWT,
   JWT_SECRET,
-  leaksNothing,
   OTHER_PROJECT_KEY,
   type TestApp,
   tempDir,
@@ -131,12 +131,6 @@ t.test("4.1 bad or missing API key or JWT: 401 with the exact bodies", async (t)
     await everyKeyRoute(t, app, { "x-agentmon-api-key": "not-a-key" }, "malformed key");
   });
 
-  t.test("4.1 an unknown UUID API key on every API-key route", async (t) => {
-    const app = await build(t);
-    await app.session("existing");
-    await everyKeyRoute(t, app, { "x-agentmon-api-key": UNKNOWN_KEY }, "unknown key");
-  });
-
   t.test("4.1 a refused create_session stores nothing and hands out no JWT", async (t) => {
     const app = await build(t);
     const res = await app.post("/v2/create_session", { session: { id: "refused" } }, { "x-agentmon-api-key": "x" });
@@ -179,14 +173,6 @@ t.test("4.1 bad or missing API key or JWT: 401 with the exact bodies", async (t)
     await everyJwtRoute(t, app, bearer("eyJhbGciOiJIUzI1NiJ9.e30"), "two parts");
   });
 
-  t.test("4.1 a JWT under a scheme other than Bearer on every JWT route", async (t) => {
-    const app = await build(t);
-    const jwt = await app.session("s1");
-    await everyJwtRoute(t, app, { authorization: "Basic dXNlcjpwYXNzd29yZA==" }, "Basic credentials");
-    await everyJwtRoute(t, app, { authorization: `Basic ${jwt}` }, "a valid JWT under Basic");
-    await everyJwtRoute(t, app, { authorization: jwt }, "a valid JWT with no scheme");
-  });
-
   t.test("4.1 a JWT expired by the clock (a later app on the same database) on every JWT route", async (t) => {
     const dbPath = tempDb(t);
     const first = await build(t, { dbPath, now: () => T0 });
@@ -199,16 +185,6 @@ t.test("4.1 bad or missing API key or JWT: 401 with the exact bodies", async (t)
 
     const later = await build(t, { dbPath, now: () => T0 + (DAY + 1) * 1000 });
     await everyJwtRoute(t, later, bearer(jwt), "24 h + 1 s after issue");
-  });
-
-  t.test("4.1 a correctly signed JWT whose exp has passed on every JWT route", async (t) => {
-    const app = await build(t);
-    await app.session("s1");
-    const nowSeconds = Math.floor(Date.now() / 1000);
-    const fresh = craft({ alg: "HS256", typ: "JWT" }, await claimsFor(app.store, "s1", nowSeconds));
-    await everyJwtRouteOk(t, app, fresh, "control: the same token, unexpired");
-    const expired = craft({ alg: "HS256", typ: "JWT" }, await claimsFor(app.store, "s1", nowSeconds - DAY - 60));
-    await everyJwtRoute(t, app, bearer(expired), "exp in the past");
   });
 
   t.test("4.1 the JWT is checked before the body is read", async (t) => {
@@ -364,29 +340,6 @@ t.test("4.3 API keys: UUIDs, stored only as hashes, revocable at once", async (t
     }
   });
 
-  t.test("4.3 a revoked key fails at once, and so do the JWTs issued through it", async (t) => {
-    const app = await build(t);
-    const jwt = await app.session("s1");
-    const reauthorized = await app.post("/v2/reauthorize_jwt", { session_id: "s1" }, { "x-agentmon-api-key": API_KEY });
-    const jwt2 = reauthorized.json().jwt as string;
-    const otherJwt = await app.session("o1", {}, OTHER_PROJECT_KEY);
-    await everyJwtRouteOk(t, app, jwt, "before revocation");
-
-    await app.store.revokeApiKey((await keyRecord(app.store, API_KEY)).id, new Date().toISOString());
-
-    for (const [url, body] of KEY_ROUTES) {
-      const agentmon = await app.post(url, body("s1"), { "x-agentmon-api-key": API_KEY });
-      is401(t, agentmon, INVALID_API_KEY, `revoked key on ${url}`);
-      const agentops = await app.post(url, body("s1"), { "x-agentops-api-key": API_KEY });
-      is401(t, agentops, INVALID_API_KEY, `revoked, agentops ${url}`);
-    }
-    await everyJwtRoute(t, app, bearer(jwt), "create_session JWT of the revoked key");
-    await everyJwtRoute(t, app, bearer(jwt2), "reauthorize_jwt JWT of the revoked key");
-    await everyJwtRouteOk(t, app, otherJwt, "another key's JWT");
-    const other = await app.withKey("/v2/create_session", { session: { id: "o2" } }, OTHER_PROJECT_KEY);
-    t.equal(other.statusCode, 200, "another key still works");
-  });
-
   t.test("4.3 revoking through another connection to the database takes effect at once", async (t) => {
     const dbPath = tempDb(t);
     const app = await build(t, { dbPath });
@@ -472,61 +425,12 @@ t.test("4.4 JWTs: HS256, the claims, refusal of anything else, restart-proof", a
     await everyJwtRouteOk(t, app, token, "hand-made HS256");
   });
 
-  t.test("4.4 alg none is refused", async (t) => {
-    const app = await build(t);
-    await app.session("s1");
-    const claims = await claimsFor(app.store, "s1", Math.floor(Date.now() / 1000));
-    const unsigned = `${b64({ alg: "none", typ: "JWT" })}.${b64(claims)}.`;
-    await everyJwtRoute(t, app, bearer(unsigned), "alg none, no signature");
-    await everyJwtRoute(t, app, bearer(`${b64({ alg: "none" })}.${b64(claims)}`), "alg none, two parts");
-    await everyJwtRoute(t, app, bearer(craft({ alg: "none", typ: "JWT" }, claims)), "alg none, HS256 signature");
-    await everyJwtRoute(t, app, bearer(craft({ alg: "None", typ: "JWT" }, claims)), "alg None");
-    await everyJwtRoute(t, app, bearer(craft({ typ: "JWT" }, claims)), "no alg");
-  });
-
-  t.test("4.4 HS512 and RS256 headers are refused", async (t) => {
-    const app = await build(t);
-    await app.session("s1");
-    const claims = await claimsFor(app.store, "s1", Math.floor(Date.now() / 1000));
-    await everyJwtRoute(t, app, bearer(craft({ alg: "HS512", typ: "JWT" }, claims, JWT_SECRET, "sha512")), "HS512");
-    await everyJwtRoute(t, app, bearer(craft({ alg: "HS512", typ: "JWT" }, claims)), "HS512 header, HS256 signature");
-    await everyJwtRoute(t, app, bearer(craft({ alg: "HS384", typ: "JWT" }, claims, JWT_SECRET, "sha384")), "HS384");
-    await everyJwtRoute(t, app, bearer(craft({ alg: "RS256", typ: "JWT" }, claims)), "RS256 header, HMAC signature");
-  });
-
-  t.test("4.4 a token signed with another secret is refused", async (t) => {
-    const app = await build(t);
-    await app.session("s1");
-    const claims = await claimsFor(app.store, "s1", Math.floor(Date.now() / 1000));
-    const forged = craft({ alg: "HS256", typ: "JWT" }, claims, "another-secret-another-secret-another");
-    await everyJwtRoute(t, app, bearer(forged), "another secret");
-    await everyJwtRoute(t, app, bearer(craft({ alg: "HS256", typ: "JWT" }, claims, "")), "empty secret");
-  });
-
   t.test("4.4 a JWT issued by an app with another secret is refused on the same database", async (t) => {
     const dbPath = tempDb(t);
     const first = await build(t, { dbPath, jwtSecret: "first-secret-first-secret-first-secret" });
     const jwt = await first.session("s1");
     const second = await build(t, { dbPath });
     await everyJwtRoute(t, second, bearer(jwt), "JWT signed under another secret");
-  });
-
-  t.test("4.4 a tampered token is refused", async (t) => {
-    const app = await build(t);
-    const jwt = await app.session("s1");
-    await app.session("s2");
-    const [header = "", payload = "", signature = ""] = jwt.split(".");
-    const claims = decodeJwt(jwt).claims;
-    const swapped = `${header}.${b64({ ...claims, session_id: "s2" })}.${signature}`;
-    await everyJwtRoute(t, app, bearer(swapped), "session_id changed");
-    const extended = `${header}.${b64({ ...claims, exp: Number(claims.exp) + DAY })}.${signature}`;
-    await everyJwtRoute(t, app, bearer(extended), "exp changed");
-    const flipped = signature.startsWith("A") ? `B${signature.slice(1)}` : `A${signature.slice(1)}`;
-    await everyJwtRoute(t, app, bearer(`${header}.${payload}.${flipped}`), "signature changed");
-    await everyJwtRoute(t, app, bearer(`${header}.${payload}`), "signature removed");
-    await everyJwtRoute(t, app, bearer(`${jwt}x`), "a character appended");
-    const reheaded = `${b64({ alg: "HS256", typ: "JWT", kid: "x" })}.${payload}.${signature}`;
-    await everyJwtRoute(t, app, bearer(reheaded), "header changed");
   });
 
   t.test("4.4 a JWT whose project or key claims do not match its key is refused", async (t) => {
@@ -538,49 +442,6 @@ t.test("4.4 JWTs: HS256, the claims, refusal of anything else, restart-proof", a
     await everyJwtRoute(t, app, bearer(wrongProject), "project of another key");
     const unknownKey = craft({ alg: "HS256", typ: "JWT" }, { ...claims, key_id: "no-such-key" });
     await everyJwtRoute(t, app, bearer(unknownKey), "unknown key_id");
-  });
-
-  t.test("4.4 a JWT of session A used with a body naming session B: 403", async (t) => {
-    const app = await build(t);
-    const jwtA = await app.session("A");
-    await app.session("B");
-    const cases: [string, unknown][] = [
-      ["/v2/update_session", { session: { id: "B", end_state: "Fail" } }],
-      ["/v2/update_session", { session: { session_id: "B", end_state: "Fail" } }],
-      ["/v2/create_events", { events: [{ type: "llm", id: "x1", session_id: "B" }] }],
-      [
-        "/create_events",
-        {
-          events: [
-            { type: "llm", id: "x2" },
-            { type: "tool", id: "x3", session_id: "B" },
-          ],
-        },
-      ],
-      ["/v2/create_agent", { id: "agent-x", name: "intruder", session_id: "B" }],
-    ];
-    for (const [url, body] of cases) {
-      const res = await app.withJwt(url, body, jwtA);
-      t.equal(res.statusCode, 403, `${url} ${JSON.stringify(body)}: ${res.body}`);
-      t.equal(res.json().error, "Forbidden", `${url}: error`);
-      t.type(res.json().message, "string", `${url}: message`);
-      t.ok(leaksNothing(res.body), `${url}: nothing internal`);
-    }
-    const b = await app.store.getSession("B");
-    t.equal(b?.end_state, null, "session B unchanged");
-    t.same(await app.store.listEvents("B"), [], "no events in B");
-    t.same(await app.store.listEvents("A"), [], "none in A either (atomic)");
-    t.same(await app.store.listAgents("B"), [], "no agents in B");
-    t.same(await app.store.listAgents("A"), [], "none in A");
-  });
-
-  t.test("4.4 a JWT of another project's session naming a session of this project: 403, nothing written", async (t) => {
-    const app = await build(t);
-    await app.session("mine");
-    const foreign = await app.session("theirs", {}, OTHER_PROJECT_KEY);
-    const res = await app.withJwt("/v2/update_session", { session: { id: "mine", end_state: "Fail" } }, foreign);
-    t.equal(res.statusCode, 403, res.body);
-    t.equal((await app.store.getSession("mine"))?.end_state, null, "unchanged");
   });
 
   t.test("4.4 a JWT issued before a restart still works after it (same database, same secret)", async (t) => {
@@ -627,22 +488,6 @@ t.test("4.5 reauthorize_jwt", async (t) => {
     const res = await app.post("/v2/reauthorize_jwt", { session_id: "s1" }, { "x-agentops-api-key": API_KEY });
     t.equal(res.statusCode, 200, res.body);
     await everyJwtRouteOk(t, app, res.json().jwt, "agentops-header JWT");
-  });
-
-  t.test("4.5 a session of another project: 404", async (t) => {
-    const app = await build(t);
-    await app.session("s1");
-    await app.session("o1", {}, OTHER_PROJECT_KEY);
-    for (const [key, id] of [
-      [OTHER_PROJECT_KEY, "s1"],
-      [API_KEY, "o1"],
-    ] as const) {
-      const res = await app.withKey("/v2/reauthorize_jwt", { session_id: id }, key);
-      t.equal(res.statusCode, 404, `${id}: ${res.body}`);
-      t.equal(res.json().error, "Not found", `${id}: error`);
-      t.type(res.json().message, "string", `${id}: message`);
-      t.notOk("jwt" in res.json(), `${id}: no JWT`);
-    }
   });
 
   t.test("4.5 an unknown session: 404", async (t) => {
@@ -756,48 +601,6 @@ t.test("4.6 failed API key checks are rate limited per client address", async (t
       const res = await app.post(url, body, bearer(jwt), from);
       t.equal(res.statusCode, 200, `${url} with a JWT: ${res.body}`);
     }
-  });
-
-  t.test("4.6 defaults: 20 failures within 60 s", async (t) => {
-    let clock = T0;
-    const app = await build(t, { now: () => clock });
-    const ok = { "x-agentmon-api-key": API_KEY };
-    const bad = { "x-agentmon-api-key": UNKNOWN_KEY };
-    const from = "10.0.1.1";
-    for (let i = 1; i <= 19; i++) {
-      clock = T0 + i * 1000;
-      await failKeyCheck(t, app, bad, from, `failure ${i}`);
-    }
-    const after19 = await app.post("/v2/create_session", { session: { id: "after-19" } }, ok, from);
-    t.equal(after19.statusCode, 200, "19 failures: not limited yet");
-    clock = T0 + 20_000;
-    await failKeyCheck(t, app, {}, from, "failure 20 (no key)");
-    const after20 = await app.post("/v2/create_session", { session: { id: "after-20" } }, ok, from);
-    t.equal(after20.statusCode, 429, "20 failures: limited");
-    const wait = Number(after20.headers["retry-after"]);
-    t.ok(Number.isInteger(wait) && wait >= 1 && wait <= 60, `Retry-After ${after20.headers["retry-after"]}`);
-    t.equal(after20.json().error, "Too many requests");
-
-    const elsewhere = await app.post("/v2/create_session", { session: { id: "elsewhere" } }, ok, "10.0.1.2");
-    t.equal(elsewhere.statusCode, 200, "another address is not affected");
-
-    // Past the window of the last failure too, so fixed and sliding windows agree.
-    clock = T0 + 20_000 + 60_000 + 1;
-    const later = await app.post("/v2/create_session", { session: { id: "later" } }, ok, from);
-    t.equal(later.statusCode, 200, `once 60 s have passed since every failure: ${later.body}`);
-  });
-
-  t.test("4.6 a client cannot escape the limit by sending X-Forwarded-For", async (t) => {
-    const app = await build(t, { authFailLimit: 3, authFailWindowMs: 60_000 });
-    const from = "10.0.3.1";
-    const bad = { "x-agentmon-api-key": UNKNOWN_KEY };
-    for (let i = 0; i < 3; i++) {
-      const headers = { ...bad, "x-forwarded-for": `192.0.2.${i}` };
-      await failKeyCheck(t, app, headers, from, `failure ${i}`);
-    }
-    const headers = { "x-agentmon-api-key": API_KEY, "x-forwarded-for": "192.0.2.99" };
-    const res = await app.post("/v2/create_session", { session: { id: "s1" } }, headers, from);
-    t.equal(res.statusCode, 429, "still limited under a new forwarded address");
   });
 
   t.test("4.6 behind a trusted proxy, clients are told apart by X-Forwarded-For", async (t) => {

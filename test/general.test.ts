@@ -222,7 +222,7 @@ t.test("G2: every failure is {error, message, details?}; details paths are dotte
       ["bad jwt", api.withJwt("/v2/create_events", { events: [{ type: "llm" }] }, `${jwt}x`), 401],
       ["403", api.withJwt("/v2/create_events", { events: [{ type: "llm", session_id: "g2-other" }] }, jwt), 403],
       ["404 event", api.withJwt("/v2/update_events", { events: [{ event_id: "nope" }] }, jwt), 404],
-      ["404 route", api.inject({ method: "GET", url: "/v2/sessions/g2-leak" }), 404],
+      ["404 route", api.inject({ method: "GET", url: "/v2/nope/g2-leak" }), 404],
       ["405", api.inject({ method: "GET", url: "/v2/create_events" }), 405],
       ["409", api.withKey("/v2/create_session", { session: { id: "g2-foreign" } }), 409],
       [
@@ -435,11 +435,12 @@ t.test("G3: status codes and their precedence", async (t) => {
     const jwt = await api.session("g3-404");
     await api.session("g3-404-theirs", {}, OTHER_PROJECT_KEY);
     for (const [method, url] of [
-      ["GET", "/"],
+      ["GET", "/index.html"],
       ["GET", "/nope"],
       ["POST", "/v2/nope"],
       ["POST", "/v3/create_session"],
-      ["GET", "/v2/sessions/g3-404"],
+      ["GET", "/v2/sessions/g3-404-theirs"],
+      ["GET", "/v2/sessions/g3-nobody/events"],
     ] as const) {
       isError(t, await api.inject({ method, url, headers: { "x-agentmon-api-key": API_KEY } }), 404, "Not found");
     }
@@ -1092,6 +1093,24 @@ t.test("G7: writes are atomic per call", async (t) => {
     const [stored] = await eventViews(api.store, "g7-unicode");
     t.equal(stored?.model, "😀 ok", "the pair is one character, stored as sent");
     t.equal(stored?.note, "😀");
+  });
+
+  t.test("G7: a number beyond a double's range is a 400, never stored as null", async (t) => {
+    const api = await build(t);
+    const jwt = await api.session("g7-numbers");
+    const headers = { "content-type": json, authorization: `Bearer ${jwt}` };
+    for (const number of ["1e400", "-1e400", "1E+309", `1${"0".repeat(400)}`]) {
+      const body = `{"events":[{"type":"llm","id":"n","extra":{"deep":[${number}]}}]}`;
+      const error = isError(t, await rawPost(api, "/v2/create_events", body, headers), 400, "Bad request");
+      t.match(error.message, /^The request body has a number too large for a double \(.{1,40}\) at position \d+$/);
+    }
+    t.same(await api.store.listEvents("g7-numbers"), [], "nothing was stored");
+    const fine = '{"events":[{"type":"llm","id":"n","big":1.7976931348623157e308,"tiny":1e-400,"e":"1e400"}]}';
+    isSuccess(t, await rawPost(api, "/v2/create_events", fine, headers), ["event_ids"]);
+    const [stored] = await eventViews(api.store, "g7-numbers");
+    t.equal(stored?.big, Number.MAX_VALUE, "the largest double is kept");
+    t.equal(stored?.tiny, 0, "an underflow rounds to 0, as any JSON reader does");
+    t.equal(stored?.e, "1e400", "inside a string it is just text");
   });
 });
 

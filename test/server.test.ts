@@ -2,7 +2,6 @@
  * The `agentmon` command: `keys create|list|revoke` and configuration, called in-process through
  * main(); then `serve` as a real process on a real port.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import t, { type Test } from "tap";
@@ -11,10 +10,9 @@ import type { ApiKeyRecord } from "../db/store.ts";
 import { hashApiKey, keyPrefix } from "../lib/auth.ts";
 import { ConfigError, loadConfig, main, readSize } from "../server.ts";
 import { API_KEY, build, eventIds, INVALID_JWT, MIB, tempDir } from "./helper.ts";
+import { agentmon, childEnv, LISTENING, WAIT_MS } from "./process.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const ROOT = new URL("..", import.meta.url).pathname;
-const WAIT_MS = 20_000;
 
 /** An `io` for main() that keeps what it prints. */
 function capture() {
@@ -356,85 +354,6 @@ t.test("readSize", async (t) => {
     isOneLineConfigError(t, () => readSize(bad), "AGENTMON_BODY_LIMIT", `${JSON.stringify(bad)} is refused`);
   }
 });
-
-/** The environment of a child: this one's, without any agentmon setting. */
-function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env = Object.fromEntries(
-    Object.entries(process.env).filter(([name]) => !/^(AGENTMON_|PORT$|HOST$)/.test(name)),
-  );
-  return { ...env, ...extra };
-}
-
-interface Agentmon {
-  child: ChildProcess;
-  stdout(): string;
-  stderr(): string;
-  /** The first match of `pattern` in stdout, waiting at most `ms`. */
-  waitFor(pattern: RegExp, ms?: number): Promise<RegExpExecArray>;
-  /** The exit code and signal, waiting at most `ms`. */
-  exited(ms?: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-/** Spawns `node bin/agentmon.js <args>`; it is killed at teardown if still running. */
-function agentmon(t: Test, args: string[], env: NodeJS.ProcessEnv): Agentmon {
-  const child = spawn(process.execPath, ["bin/agentmon.js", ...args], { cwd: ROOT, env, stdio: "pipe" });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
-    stdout += chunk;
-  });
-  child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
-    stderr += chunk;
-  });
-  const closed = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once("close", (code, signal) => resolve({ code, signal })),
-  );
-  t.teardown(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-  });
-  const describe = () => `\n--- stdout ---\n${stdout}\n--- stderr ---\n${stderr}`;
-
-  const waitFor = (pattern: RegExp, ms = WAIT_MS) =>
-    new Promise<RegExpExecArray>((resolve, reject) => {
-      const check = () => {
-        const match = pattern.exec(stdout);
-        if (!match) return false;
-        done();
-        resolve(match);
-        return true;
-      };
-      const onExit = () => {
-        if (check()) return;
-        done();
-        reject(new Error(`agentmon exited before printing ${pattern}${describe()}`));
-      };
-      const timer = setTimeout(() => {
-        done();
-        reject(new Error(`agentmon did not print ${pattern} within ${ms} ms${describe()}`));
-      }, ms);
-      const done = () => {
-        clearTimeout(timer);
-        child.stdout.off("data", check);
-        child.off("close", onExit);
-      };
-      if (check()) return;
-      child.stdout.on("data", check);
-      child.once("close", onExit);
-    });
-
-  const exited = (ms = WAIT_MS) =>
-    new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`agentmon did not exit within ${ms} ms${describe()}`)), ms);
-      closed.then((result) => {
-        clearTimeout(timer);
-        resolve(result);
-      });
-    });
-
-  return { child, stdout: () => stdout, stderr: () => stderr, waitFor, exited };
-}
-
-const LISTENING = /agentmon: listening on (https?:\/\/\S+)/;
 
 async function postJson(url: string, body: unknown, headers: Record<string, string>) {
   const res = await fetch(url, {

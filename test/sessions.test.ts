@@ -865,14 +865,16 @@ t.test("S6: update_session answer", async (t) => {
   });
 
   t.test("S6: token_cost never uses an exponent, however large the sum", async (t) => {
-    t.equal(await tokenCost(api, [{ type: "llm", cost: 1e21 }]), "1000000000000000000000.00");
-    t.equal(
-      await tokenCost(api, [
-        { type: "llm", cost: 5e20 },
-        { type: "llm", cost: 5e20 },
-      ]),
-      "1000000000000000000000.00",
-    );
+    t.equal(await tokenCost(api, [{ type: "llm", cost: 1e9 }]), "1000000000.00", "the largest cost an event may carry");
+    const many = Array.from({ length: 1000 }, () => ({ type: "llm", cost: 1e9 }));
+    t.equal(await tokenCost(api, many), "1000000000000.00", "1000 of them");
+  });
+
+  t.test("S6: a cost over one billion USD is a 400 naming the field", async (t) => {
+    const jwt = await api.session("s6-too-costly");
+    const res = await api.withJwt("/v2/create_events", { events: [{ type: "llm", cost: 1e21 }] }, jwt);
+    t.equal(res.statusCode, 400);
+    t.same(res.json().details, [{ path: "events[0].cost", message: "must be <= 1000000000" }]);
   });
 
   t.test("S6: token_cost has at most 12 decimals and no exponent", async (t) => {
