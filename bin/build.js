@@ -1,0 +1,65 @@
+// Bundles agentmon into dist/agentmon.mjs with esbuild, so that `agentmon` starts without a
+// TypeScript loader and without resolving hundreds of package files one by one (issue 3, S4:
+// both cost more than a whole bare Fastify start). Everything is bundled but better-sqlite3 (a
+// native addon) and the OpenAPI meta-schema validator (see shims/). The parsed openapi.yaml is
+// written beside it (lib/spec.ts). `npm install` builds it (the `prepare` script) and
+// bin/agentmon.js rebuilds it whenever one of its inputs is newer.
+import { createHash } from "node:crypto";
+import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+
+const ROOT = new URL("../", import.meta.url);
+export const OUT = new URL("dist/agentmon.mjs", ROOT);
+const INPUTS = new URL("dist/inputs.json", ROOT);
+
+/** True when the bundle is missing or older than one of the files it was built from. */
+export function isStale() {
+  try {
+    const built = statSync(OUT).mtimeMs;
+    const inputs = JSON.parse(readFileSync(INPUTS, "utf8"));
+    return inputs.some((path) => statSync(new URL(path, ROOT)).mtimeMs > built);
+  } catch {
+    return true; // no bundle yet, or an input is gone
+  }
+}
+
+export async function build() {
+  const esbuild = await import("esbuild");
+  const result = await esbuild.build({
+    entryPoints: [new URL("server.ts", ROOT).pathname],
+    absWorkingDir: new URL(".", ROOT).pathname,
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    external: ["better-sqlite3"],
+    outfile: OUT.pathname,
+    sourcemap: "linked",
+    metafile: true,
+    logLevel: "warning",
+    // Bundled CommonJS packages call require() for Node's own modules.
+    banner: {
+      js: 'import { createRequire as __agentmonRequire } from "node:module"; const require = __agentmonRequire(import.meta.url);',
+    },
+    plugins: [
+      {
+        name: "openapi-schema-validator-shim",
+        setup(b) {
+          b.onResolve({ filter: /^@seriousme\/openapi-schema-validator$/ }, () => ({
+            path: new URL("bin/shims/openapi-schema-validator.js", ROOT).pathname,
+          }));
+        },
+      },
+    ],
+  });
+  mkdirSync(new URL("dist/", ROOT), { recursive: true });
+  // The parsed spec, for lib/spec.ts; checked against the SHA-256 of openapi.yaml at every start.
+  const { parse } = await import("yaml");
+  const text = readFileSync(new URL("openapi.yaml", ROOT), "utf8");
+  const sha256 = createHash("sha256").update(text).digest("hex");
+  writeFileSync(new URL("dist/openapi.json", ROOT), JSON.stringify({ sha256, spec: parse(text) }));
+  const inputs = Object.keys(result.metafile.inputs).filter((path) => !path.startsWith("node_modules/"));
+  writeFileSync(INPUTS, JSON.stringify([...inputs, "openapi.yaml", "package-lock.json"]));
+}
+
+// `node bin/build.js`: the prepare script.
+if (import.meta.url === `file://${process.argv[1]}`) await build();

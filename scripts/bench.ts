@@ -1,0 +1,401 @@
+/**
+ * `npm run bench [-- --quick]`: how fast agentmon ingests on this machine, as ratios against
+ * baselines measured in the same run, so that a noisy or slow machine moves both sides together.
+ *
+ * Baselines, each in its own process:
+ * - HTTP floor: a bare Fastify server (scripts/bench/floor.mjs) whose POST route parses the JSON
+ *   body and answers {"status":"success"}, given the same bodies and connections;
+ * - storage limit: the same event rows inserted straight through agentmon's schema and Store, in
+ *   1000-row transactions, on the same disk (scripts/bench/storage.ts).
+ *
+ * Scenarios (targets from issue 3; printed, never asserted):
+ *   S1 batch ingest: 100 events per create_events call, 50 connections  ≥ 0.7 × storage limit
+ *   S2 small calls: 1 event per call, 50 connections                      ≥ 0.33 × HTTP floor
+ *   S3 session lifecycle: create_session, 10 × create_events(5), update_session   sessions/s
+ *   S4 cold start: spawn to first 200 from create_session, median of 10   ≤ 1.5 × bare Fastify
+ *   S5 memory: RSS after 1 M events                             ≤ 150 MB, ≤ 10 % growth over the last 500 k
+ *   S6 growth: S1 with 5 M events already stored                          ≥ 0.8 × S1 on an empty database
+ *
+ * agentmon runs as a user runs it (`node bin/agentmon.js serve`, a file database in a fresh
+ * temporary folder). The load generator is autocannon, in this process. Results go to stdout as a
+ * table and to bench.json.
+ */
+import { execFileSync, spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, tmpdir, totalmem } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import autocannon from "autocannon";
+import { eventBatch, ingest, openSessions, ROOT, type Server, startAgentmon } from "./load.ts";
+
+const { values } = parseArgs({ options: { quick: { type: "boolean", default: false } } });
+const quick = values.quick;
+const SECONDS = quick ? 5 : 20;
+const CONNECTIONS = 50;
+const S5_EVENTS = quick ? 200_000 : 1_000_000;
+const S6_STORED = quick ? 500_000 : 5_000_000;
+const SPAWNS = quick ? 5 : 10;
+
+interface Row {
+  id: string;
+  scenario: string;
+  value: number;
+  unit: string;
+  baseline?: { name: string; value: number };
+  ratio?: number;
+  target: string;
+  met?: boolean;
+  extra?: Record<string, number>;
+}
+const rows: Row[] = [];
+const log = (line: string) => process.stdout.write(`${line}\n`);
+
+function record(row: Row) {
+  rows.push(row);
+  const ratio = row.ratio === undefined ? "" : ` (${row.ratio.toFixed(2)}× ${row.baseline?.name})`;
+  const verdict = row.met === undefined ? "" : row.met ? "  met" : "  NOT MET";
+  log(`  ${row.id}: ${fmt(row.value)} ${row.unit}${ratio}${verdict}`);
+}
+
+const fmt = (n: number) => (n >= 100 ? Math.round(n).toLocaleString("en-US") : n.toFixed(1));
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2
+    ? (s[(s.length - 1) / 2] as number)
+    : ((s[s.length / 2 - 1] as number) + (s[s.length / 2] as number)) / 2;
+};
+
+/** Starts a process and resolves with its base URL once it prints `listening on <url>`. */
+function startProcess(args: string[], env: NodeJS.ProcessEnv = process.env) {
+  const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ["ignore", "pipe", "inherit"] });
+  const kill = () => child.kill("SIGKILL");
+  process.once("exit", kill);
+  child.once("exit", () => process.off("exit", kill));
+  const url = new Promise<string>((resolve, reject) => {
+    let out = "";
+    child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
+      out += chunk;
+      const match = /listening on (\S+)/.exec(out);
+      if (match?.[1]) resolve(match[1]);
+    });
+    child.once("exit", (code) => reject(new Error(`${args.join(" ")} exited with ${code}:\n${out}`)));
+  });
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.kill("SIGTERM");
+    await exited;
+  };
+  return { child, url, stop };
+}
+
+/** autocannon against one URL with a fixed body; answers req/s and latency. */
+async function hammer(url: string, body: string, headers: Record<string, string>, seconds = SECONDS) {
+  const result = await autocannon({
+    url,
+    method: "POST",
+    connections: CONNECTIONS,
+    duration: seconds,
+    headers: { "content-type": "application/json", ...headers },
+    body,
+  });
+  return {
+    rps: result.requests.total / seconds,
+    p99: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors,
+  };
+}
+
+/** The storage limit: rows/s inserted by scripts/bench/storage.ts into `path`. */
+function storageLimit(path: string, events: number, key = randomUUID()) {
+  const out = execFileSync(
+    process.execPath,
+    ["--import", "tsx", "scripts/bench/storage.ts", path, String(events), "1000", key],
+    {
+      cwd: ROOT,
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "inherit"],
+    },
+  );
+  return JSON.parse(out.trim().split("\n").pop() ?? "{}") as { rows_per_s: number; seconds: number };
+}
+
+/** S1 and S6: 100-event batches, unique ids, 50 connections; answers events/s and p99. */
+async function batchIngest(server: Server) {
+  const jwts = await openSessions(server, CONNECTIONS);
+  const run = await ingest(server, jwts, { connections: CONNECTIONS, seconds: SECONDS, perCall: 100 });
+  return { eventsPerS: run.rps * 100, p99: run.p99, failed: run.non2xx + run.errors };
+}
+
+/** Spawn-to-first-200 of POST /v2/create_session, in ms. */
+async function coldStart(args: string[], env: NodeJS.ProcessEnv, body: string, headers: Record<string, string>) {
+  const port = 20_000 + Math.floor(Math.random() * 30_000);
+  const started = performance.now();
+  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...env, PORT: String(port) }, stdio: "ignore" });
+  try {
+    for (;;) {
+      try {
+        const res = await fetch(`http://127.0.0.1:${port}/v2/create_session`, {
+          method: "POST",
+          headers: { "content-type": "application/json", ...headers },
+          body,
+        });
+        if (res.status === 200) return performance.now() - started;
+      } catch {
+        // not listening yet
+      }
+      if (child.exitCode !== null) throw new Error(`${args.join(" ")} exited with ${child.exitCode}`);
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+  } finally {
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.kill("SIGKILL");
+    await exited;
+  }
+}
+
+function agentmonEnv(extra: Record<string, string>) {
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(AGENTMON_|PORT$)/.test(name)));
+  return { ...clean, AGENTMON_LOG_LEVEL: "warn", ...extra };
+}
+
+const dir = mkdtempSync(join(tmpdir(), "agentmon-bench-"));
+const startedAt = Date.now();
+try {
+  log(
+    `agentmon bench${quick ? " --quick" : ""}: ${cpus().length} × ${cpus()[0]?.model ?? "?"}, node ${process.version}\n`,
+  );
+
+  // ---------------------------------------------------------------- baselines
+  log("baselines");
+  const storage = storageLimit(join(dir, "storage.db"), quick ? 100_000 : 300_000);
+  log(`  storage limit: ${fmt(storage.rows_per_s)} rows/s (1000-row transactions, no HTTP)`);
+  const floor = startProcess(["scripts/bench/floor.mjs"]);
+  const floorUrl = await floor.url;
+  const oneEvent = JSON.stringify(eventBatch(1));
+  const floorSmall = await hammer(`${floorUrl}/v2/create_events`, oneEvent, {});
+  await floor.stop();
+  log(`  HTTP floor: ${fmt(floorSmall.rps)} req/s with a 1-event body, p99 ${floorSmall.p99} ms`);
+
+  // ---------------------------------------------------------------- S1, S2, S3 on a fresh database
+  log("\nagentmon, fresh database");
+  let server = await startAgentmon();
+  const s1 = await batchIngest(server);
+  record({
+    id: "S1",
+    scenario: "batch ingest, 100 events/call, 50 connections",
+    value: s1.eventsPerS,
+    unit: "events/s",
+    baseline: { name: "storage limit", value: storage.rows_per_s },
+    ratio: s1.eventsPerS / storage.rows_per_s,
+    target: "≥ 0.7 × storage limit",
+    met: s1.eventsPerS >= 0.7 * storage.rows_per_s,
+    extra: { p99_ms: s1.p99, failed: s1.failed },
+  });
+
+  const jwts = await openSessions(server, CONNECTIONS);
+  const s2 = await ingest(server, jwts, { connections: CONNECTIONS, seconds: SECONDS, perCall: 1 });
+  record({
+    id: "S2",
+    scenario: "small calls, 1 event/call, 50 connections",
+    value: s2.rps,
+    unit: "req/s",
+    baseline: { name: "HTTP floor", value: floorSmall.rps },
+    ratio: s2.rps / floorSmall.rps,
+    target: "≥ 0.33 × HTTP floor",
+    met: s2.rps >= 0.33 * floorSmall.rps,
+    extra: { p99_ms: s2.p99, failed: s2.non2xx + s2.errors },
+  });
+
+  const s3 = await lifecycle(server);
+  record({
+    id: "S3",
+    scenario: "session lifecycle: create, 10 × create_events(5), update",
+    value: s3.sessionsPerS,
+    unit: "sessions/s",
+    target: "reported",
+    extra: { p99_ms: s3.p99, failed: s3.failed },
+  });
+  await server.stop();
+
+  // ---------------------------------------------------------------- S4
+  log("\ncold start");
+  const key = randomUUID();
+  const agentmonStarts: number[] = [];
+  const floorStarts: number[] = [];
+  for (let i = 0; i < SPAWNS; i++) {
+    floorStarts.push(await coldStart(["scripts/bench/floor.mjs"], process.env, "{}", {}));
+    agentmonStarts.push(
+      await coldStart(
+        ["bin/agentmon.js", "serve"],
+        agentmonEnv({ AGENTMON_DB: ":memory:", AGENTMON_API_KEY: key }),
+        JSON.stringify({ session: { id: randomUUID() } }),
+        { "x-agentmon-api-key": key },
+      ),
+    );
+  }
+  const s4 = median(agentmonStarts);
+  const s4floor = median(floorStarts);
+  record({
+    id: "S4",
+    scenario: `cold start, spawn to first 200 from create_session, median of ${SPAWNS}`,
+    value: s4,
+    unit: "ms",
+    baseline: { name: "bare Fastify", value: s4floor },
+    ratio: s4 / s4floor,
+    target: "≤ 1.5 × bare Fastify",
+    met: s4 <= 1.5 * s4floor,
+  });
+
+  // ---------------------------------------------------------------- S5
+  log("\nmemory");
+  server = await startAgentmon();
+  const s5 = await memory(server, S5_EVENTS);
+  await server.stop();
+  record({
+    id: "S5",
+    scenario: `RSS after ${fmt(S5_EVENTS)} events`,
+    value: s5.rssEnd / 1024 / 1024,
+    unit: "MB",
+    target: "≤ 150 MB and ≤ 10 % growth over the last half",
+    met: s5.rssEnd <= 150 * 1024 * 1024 && s5.rssEnd <= 1.1 * s5.rssHalf,
+    extra: { rss_half_mb: Math.round(s5.rssHalf / 1024 / 1024), growth_last_half: s5.rssEnd / s5.rssHalf },
+  });
+
+  // ---------------------------------------------------------------- S6
+  log(`\ngrowth: seeding ${fmt(S6_STORED)} events`);
+  const seeded = join(dir, "seeded.db");
+  const seedKey = randomUUID();
+  storageLimit(seeded, S6_STORED, seedKey);
+  server = await startAgentmon({ AGENTMON_DB: seeded, AGENTMON_API_KEY: seedKey });
+  const s6 = await batchIngest(server);
+  await server.stop();
+  record({
+    id: "S6",
+    scenario: `S1 with ${fmt(S6_STORED)} events already stored`,
+    value: s6.eventsPerS,
+    unit: "events/s",
+    baseline: { name: "S1", value: s1.eventsPerS },
+    ratio: s6.eventsPerS / s1.eventsPerS,
+    target: "≥ 0.8 × S1",
+    met: s6.eventsPerS >= 0.8 * s1.eventsPerS,
+    extra: { p99_ms: s6.p99, failed: s6.failed },
+  });
+
+  table();
+  const report = {
+    quick,
+    machine: {
+      cpus: cpus().length,
+      cpu: cpus()[0]?.model,
+      memory_gb: Math.round(totalmem() / 2 ** 30),
+      node: process.version,
+    },
+    baselines: { storage_rows_per_s: storage.rows_per_s, http_floor_rps: floorSmall.rps },
+    scenarios: rows,
+    seconds: Math.round((Date.now() - startedAt) / 1000),
+  };
+  writeFileSync("bench.json", `${JSON.stringify(report, null, 2)}\n`);
+  log(`\nwritten to bench.json (${report.seconds} s)`);
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
+
+/** S3: each connection runs whole sessions: create_session, 10 × create_events(5), update_session. */
+async function lifecycle(server: Server) {
+  const perSession = 12;
+  /** What one virtual client keeps between the calls of its session. */
+  const ctx = (context: object) => context as { id?: string; jwt?: string };
+  const result = await autocannon({
+    url: server.url,
+    connections: CONNECTIONS,
+    duration: SECONDS,
+    requests: [
+      {
+        method: "POST",
+        path: "/v2/create_session",
+        setupRequest: (request, context) => {
+          ctx(context).id = randomUUID();
+          return {
+            ...request,
+            headers: { "content-type": "application/json", "x-agentmon-api-key": server.key },
+            body: JSON.stringify({ session: { id: ctx(context).id, tags: ["bench"] } }),
+          };
+        },
+        onResponse: (_status, body, context) => {
+          ctx(context).jwt = (JSON.parse(body) as { jwt: string }).jwt;
+        },
+      },
+      ...Array.from({ length: 10 }, () => ({
+        method: "POST" as const,
+        path: "/v2/create_events",
+        setupRequest: (request: autocannon.Request, context: object) => ({
+          ...request,
+          headers: { "content-type": "application/json", authorization: `Bearer ${ctx(context).jwt}` },
+          body: JSON.stringify(eventBatch(5)),
+        }),
+      })),
+      {
+        method: "POST",
+        path: "/v2/update_session",
+        setupRequest: (request, context) => ({
+          ...request,
+          headers: { "content-type": "application/json", authorization: `Bearer ${ctx(context).jwt}` },
+          body: JSON.stringify({ session: { end_state: "Success", end_timestamp: new Date().toISOString() } }),
+        }),
+      },
+    ],
+  });
+  return {
+    sessionsPerS: result.requests.total / perSession / SECONDS,
+    p99: result.latency.p99,
+    failed: result.non2xx + result.errors,
+  };
+}
+
+/** S5: ingests `total` events in 100-event calls; RSS at the half and at the end. */
+async function memory(server: Server, total: number) {
+  const jwts = await openSessions(server, CONNECTIONS);
+  const half = total / 2 / 100;
+  const run = (amount: number) =>
+    autocannon({
+      url: `${server.url}/v2/create_events`,
+      connections: CONNECTIONS,
+      amount,
+      requests: [
+        {
+          method: "POST",
+          setupRequest: (request) => ({
+            ...request,
+            headers: {
+              "content-type": "application/json",
+              authorization: `Bearer ${jwts[Math.floor(Math.random() * jwts.length)]}`,
+            },
+            body: JSON.stringify(eventBatch(100)),
+          }),
+        },
+      ],
+    });
+  await run(half);
+  const rssHalf = server.rss();
+  log(`  RSS after ${fmt(total / 2)} events: ${Math.round(rssHalf / 1024 / 1024)} MB`);
+  await run(half);
+  const rssEnd = server.rss();
+  return { rssHalf, rssEnd };
+}
+
+function table() {
+  log("\n| id | scenario | result | baseline | ratio | target | met |");
+  log("|---|---|---|---|---|---|---|");
+  for (const row of rows) {
+    const extra = row.extra?.p99_ms === undefined ? "" : `, p99 ${row.extra.p99_ms} ms`;
+    const baseline = row.baseline ? `${row.baseline.name}: ${fmt(row.baseline.value)}` : "";
+    const ratio = row.ratio === undefined ? "" : `${row.ratio.toFixed(2)}×`;
+    const met = row.met === undefined ? "n/a" : row.met ? "yes" : "**no**";
+    log(
+      `| ${row.id} | ${row.scenario} | ${fmt(row.value)} ${row.unit}${extra} | ${baseline} | ${ratio} | ${row.target} | ${met} |`,
+    );
+  }
+}
