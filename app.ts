@@ -4,10 +4,19 @@
  * ajv checks request bodies against its schemas and its response schemas serialize the replies.
  * Nothing here reads the environment (server.ts does).
  */
-import { readFileSync } from "node:fs";
-import Fastify, { type FastifyInstance, type FastifyRequest, type FastifyServerOptions, LogController } from "fastify";
+import type { Duplex } from "node:stream";
+import AjvCompiler, { type ValidatorFactory } from "@fastify/ajv-compiler";
+import { type SerializerFactory, SerializerSelector } from "@fastify/fast-json-stringify-compiler";
+import underPressure from "@fastify/under-pressure";
+import type { ValidateFunction } from "ajv";
+import Fastify, {
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifyServerOptions,
+  LogController,
+} from "fastify";
 import openapiGlue from "fastify-openapi-glue";
-import { parse as parseYaml } from "yaml";
 import type { Store } from "./db/store.ts";
 import {
   ApiError,
@@ -17,6 +26,8 @@ import {
   invalidRequest,
   payloadTooLarge,
   serviceUnavailable,
+  storageFault,
+  storageUnavailable,
   tooManyRequests,
   unsupportedMediaType,
 } from "./handlers/errors.ts";
@@ -24,10 +35,14 @@ import { createHandlers } from "./handlers/index.ts";
 import { FailureLimiter, hashApiKey, isApiKeyShape, signJwt, verifyJwt } from "./lib/auth.ts";
 import { decodeBody } from "./lib/body.ts";
 import { parseJsonBody } from "./lib/json.ts";
+import { checkParameters } from "./lib/parameters.ts";
+import { type PriceTable, priceTable } from "./lib/prices.ts";
+import { RateLimiter } from "./lib/ratelimit.ts";
+import { loadSpec } from "./lib/spec.ts";
 import { isTimestamp } from "./lib/timestamps.ts";
 import { type AjvError, detailsFromAjv } from "./lib/validation.ts";
 
-export const SPEC_PATH = new URL("./openapi.yaml", import.meta.url);
+export { SPEC_PATH } from "./lib/spec.ts";
 export const MIB = 1024 * 1024;
 
 export interface AppOptions {
@@ -48,6 +63,16 @@ export interface AppOptions {
    * `trustProxy`: the address is what 4.6 counts failures by. Default: none.
    */
   trustProxy?: boolean | string;
+  /** O1: the whole request (headers and body) must arrive within this many ms; 0 turns it off. */
+  requestTimeoutMs?: number;
+  /** O1: an idle keep-alive connection is closed after this many ms. */
+  keepAliveTimeoutMs?: number;
+  /** O2: new requests are refused with 503 while the event loop lags more than this; 0 turns it off. */
+  maxEventLoopDelayMs?: number;
+  /** O3: requests per minute per API key (with the JWTs it obtained); 0 or absent turns it off. */
+  rateLimit?: number;
+  /** Prices llm events sent without a cost; default: prices/models.json. */
+  prices?: PriceTable;
   logger?: FastifyServerOptions["logger"];
   /** The clock, in milliseconds since the epoch. */
   now?: () => number;
@@ -80,23 +105,25 @@ const errorName: Record<number, string> = {
   415: "Unsupported media type",
 };
 
-const STORAGE_DOWN = /^SQLITE_(BUSY|LOCKED|READONLY|FULL|IOERR|CANTOPEN|CORRUPT|NOTADB|PROTOCOL)/;
-
 /** Every error becomes a contract G2 body; nothing internal reaches the client. */
 function toApiError(err: unknown, bodyLimit: number): ApiError {
   if (err instanceof ApiError) return err;
   const e = err as { code?: string; statusCode?: number; validation?: AjvError[]; message?: string };
   if (e.validation) return invalidRequest(detailsFromAjv(e.validation));
-  // better-sqlite3 says this (a TypeError, no code) once the connection is closed, e.g. while stopping.
-  const closed = err instanceof TypeError && e.message === "The database connection is not open";
-  if (closed || (e.code !== undefined && STORAGE_DOWN.test(e.code))) {
-    return serviceUnavailable("Storage is unavailable right now; nothing was stored", 5);
-  }
+  const fault = storageFault(err);
+  if (fault) return storageUnavailable(fault);
   switch (e.code) {
     case "FST_ERR_CTP_BODY_TOO_LARGE":
       return payloadTooLarge(bodyLimit);
     case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
       return unsupportedMediaType();
+    case "FST_ERR_BAD_URL":
+      return new ApiError(400, { error: "Bad request", message: "The URL is not valid percent-encoded UTF-8" });
+    case "FST_ERR_MAX_PARAM_LENGTH":
+      return new ApiError(414, {
+        error: "URI too long",
+        message: "A path parameter is longer than 3072 characters; ids are at most 256",
+      });
     case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
       return new ApiError(400, {
         error: "Bad request",
@@ -117,23 +144,129 @@ function toApiError(err: unknown, bodyLimit: number): ApiError {
   return internalError();
 }
 
+/**
+ * Errors Node's HTTP parser meets before there is a request to route (O1 timeouts, oversized or
+ * broken headers) get a G2 body too; the connection is then closed.
+ */
+function clientError(err: NodeJS.ErrnoException, socket: Duplex) {
+  if (err.code === "ECONNRESET" || socket.destroyed) return;
+  const [status, reason, body] =
+    err.code === "ERR_HTTP_REQUEST_TIMEOUT"
+      ? [
+          408,
+          "Request Timeout",
+          { error: "Request timeout", message: "The request did not arrive in time; send it again" },
+        ]
+      : err.code === "HPE_HEADER_OVERFLOW"
+        ? [
+            431,
+            "Request Header Fields Too Large",
+            { error: "Request header fields too large", message: "The request headers are over 16 KiB" },
+          ]
+        : [400, "Bad Request", { error: "Bad request", message: "The request is not valid HTTP/1.1" }];
+  const text = JSON.stringify(body);
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
+    );
+  }
+  socket.destroy();
+}
+
+type Compile<F> = (route: object) => F;
+const ajvCompilers = AjvCompiler();
+const serializerCompilers = SerializerSelector();
+
+/** Fastify's own ajv compilers (same options, same formats), made lazy per route and part. */
+function lazyValidators(external: unknown, options: unknown): Compile<unknown> {
+  let compile: Compile<ValidateFunction> | undefined;
+  return (route) => {
+    let validate: ValidateFunction | undefined;
+    const lazy = (data: unknown) => {
+      compile ??= ajvCompilers(external as never, options as never) as Compile<ValidateFunction>;
+      validate ??= compile(route);
+      const valid = validate(data);
+      lazy.errors = validate.errors;
+      return valid;
+    };
+    lazy.errors = undefined as unknown;
+    return lazy;
+  };
+}
+
+/** Fastify's own fast-json-stringify serializers, compiled on the first reply that needs one. */
+function lazySerializers(external: unknown, options: unknown): Compile<unknown> {
+  let compile: Compile<(data: unknown) => string> | undefined;
+  return (route) => {
+    let serialize: ((data: unknown) => string) | undefined;
+    return (data: unknown) => {
+      compile ??= serializerCompilers(external as never, options as never) as unknown as Compile<
+        (data: unknown) => string
+      >;
+      serialize ??= compile(route);
+      return serialize(data);
+    };
+  };
+}
+
+/** Every media type the spec's responses use. */
+function responseMediaTypes(spec: Spec): Set<string> {
+  const types = new Set<string>();
+  const shared = (spec.components as { responses?: Record<string, { content?: object }> }).responses ?? {};
+  for (const item of Object.values(spec.paths)) {
+    for (const operation of Object.values(item) as {
+      responses?: Record<string, { $ref?: string; content?: object }>;
+    }[]) {
+      for (const response of Object.values(operation.responses ?? {})) {
+        const resolved = response.$ref ? shared[response.$ref.split("/").pop() ?? ""] : response;
+        for (const type of Object.keys(resolved?.content ?? {})) types.add(type);
+      }
+    }
+  }
+  return types;
+}
+
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const now = options.now ?? Date.now;
   const bodyLimit = options.bodyLimit ?? 5 * MIB;
   const { store, jwtSecret } = options;
-  const specText = readFileSync(SPEC_PATH, "utf8");
-  const spec = parseYaml(specText) as Spec;
+  const { text: specText, spec } = loadSpec<Spec>();
   // E1: the maximum batch is configurable; the served document keeps saying the default.
   const eventsSchema = spec.components.schemas.CreateEventsRequest?.properties?.events;
   if (eventsSchema && options.maxEvents !== undefined) eventsSchema.maxItems = options.maxEvents;
 
+  const requestTimeout = options.requestTimeoutMs ?? 30_000;
   const app = Fastify({
+    // O1: slow clients. Node checks these timeouts on its own clock (connectionsCheckingInterval),
+    // so it is made as fine as the shortest timeout needs; headers get at most 10 s.
+    requestTimeout,
+    keepAliveTimeout: options.keepAliveTimeoutMs ?? 72_000,
+    http: {
+      headersTimeout: requestTimeout > 0 ? Math.min(10_000, requestTimeout) : 10_000,
+      connectionsCheckingInterval: Math.max(100, Math.min(1000, requestTimeout / 10 || 1000)),
+    },
+    clientErrorHandler: clientError,
+    // Ids may be 256 characters (L1), and percent-encoding makes one up to 12 times as long.
+    routerOptions: { maxParamLength: 256 * 12 },
+    // Errors of the router (a path parameter too long, bad percent-encoding) get G2 bodies too.
+    frameworkErrors: (err, _req, reply) => {
+      const error = toApiError(err, bodyLimit);
+      (reply as FastifyReply).code(error.statusCode).headers(error.headers).send(error.body);
+    },
     logger: options.logger ?? false,
     trustProxy: options.trustProxy ?? false,
     bodyLimit,
     // One log line per request, written by the onResponse hook below.
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: false,
+    // Route schemas are compiled on first use, not at start-up: a contract-testing pipeline
+    // starts the server for every job, and most jobs touch a few of the operations (S4).
+    schemaController: {
+      compilersFactory: {
+        buildValidator: lazyValidators as unknown as ValidatorFactory,
+        buildSerializer: lazySerializers as unknown as SerializerFactory,
+      },
+    },
     ajv: {
       customOptions: {
         strict: true,
@@ -152,15 +285,27 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   // Which credential each route needs, and which methods each path has (for 405), from the spec.
   const security = new Map<string, Security>();
-  const methods = new Map<string, string[]>();
+  const methods = new Map<string, { pattern: RegExp; allowed: string[] }>();
   for (const [path, item] of Object.entries(spec.paths)) {
     for (const [method, operation] of Object.entries(item)) {
       security.set(`${method.toUpperCase()} ${path}`, securityOf(operation));
-      methods.set(path, [...(methods.get(path) ?? []), method.toUpperCase()]);
+      const pattern = new RegExp(`^${path.replace(/\{[^}]+\}/g, "[^/]+")}$`);
+      methods.set(path, { pattern, allowed: [...(methods.get(path)?.allowed ?? []), method.toUpperCase()] });
     }
   }
+  /** The methods the spec has for a concrete path, templates (`/v2/sessions/{session_id}`) included. */
+  const allowedOn = (path: string) => {
+    const allowed = [...methods.values()].filter((m) => m.pattern.test(path)).flatMap((m) => m.allowed);
+    return allowed.length > 0 ? [...new Set(allowed)] : undefined;
+  };
 
   const limiter = new FailureLimiter(options.authFailLimit ?? 20, options.authFailWindowMs ?? 60_000);
+  const rate = options.rateLimit ? new RateLimiter(options.rateLimit) : undefined;
+  /** O3: one request taken from the API key's bucket. */
+  function throttle(keyId: string) {
+    const wait = rate?.take(keyId, now()) ?? 0;
+    if (wait > 0) throw tooManyRequests(wait, "This API key is over its request rate limit");
+  }
 
   async function checkApiKey(req: FastifyRequest) {
     const wait = limiter.retryAfter(req.ip, now());
@@ -172,6 +317,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       limiter.fail(req.ip, now());
       throw invalidApiKey();
     }
+    throttle(key.id);
     req.apiKey = key;
   }
 
@@ -181,6 +327,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     if (!claims) throw invalidJwt();
     const key = await store.apiKeyById(claims.key_id);
     if (!key || key.revoked_at !== null || key.project_id !== claims.project_id) throw invalidJwt();
+    throttle(key.id);
     req.claims = claims;
   }
 
@@ -191,7 +338,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     const json = body?.content?.["application/json"]?.schema;
     if (schema && json) schema.body = json;
     // Credentials are checked before the body is read (G3: 401 comes first).
-    const kind = security.get(`${route.method} ${route.url}`);
+    // Routes say `/v2/sessions/:session_id` where the spec says `{session_id}`, and Fastify adds a
+    // HEAD route for every GET: both need the GET's credential.
+    const method = route.method === "HEAD" ? "GET" : route.method;
+    const kind = security.get(`${method} ${route.url.replace(/:(\w+)/g, "{$1}")}`);
     if (kind === "apiKey") route.onRequest = checkApiKey;
     if (kind === "jwt") route.onRequest = checkJwt;
   });
@@ -203,6 +353,32 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.addHook("onRequest", async () => {
     if (closing) throw serviceUnavailable("The server is shutting down; retry in a moment", 5);
   });
+  // O2: while the event loop lags, new work is refused at once instead of queueing without
+  // bound. Liveness is never refused; readiness answers its own 503 (getReadiness).
+  const maxEventLoopDelay = options.maxEventLoopDelayMs ?? 1000;
+  await app.register(underPressure, {
+    maxEventLoopDelay,
+    // A rejection goes to the error handler like any other error; resolving lets the request on.
+    // The lag is Infinity when no sample was taken in the last interval: that happens once, while
+    // the app compiles its routes at start-up, and is not overload.
+    pressureHandler: async (req, _reply, _type, value) => {
+      if (req.routeOptions.url === "/healthz" || req.routeOptions.url === "/readyz") return;
+      if (!Number.isFinite(value)) return;
+      throw overloaded(Number(value));
+    },
+  });
+  const overloaded = (lagMs: number) =>
+    serviceUnavailable(`The server is overloaded (event loop lag ${Math.round(lagMs)} ms); retry after 2 seconds`, 2);
+  const pressure = () => {
+    if (maxEventLoopDelay <= 0) return undefined;
+    const lag = app.memoryUsage().eventLoopDelay;
+    return lag > maxEventLoopDelay && Number.isFinite(lag)
+      ? `the server is overloaded (event loop lag ${Math.round(lag)} ms)`
+      : undefined;
+  };
+
+  // Query and path parameters: normalised and checked against the spec (lib/parameters.ts).
+  app.addHook("preValidation", checkParameters);
   app.addHook("preParsing", async (req, _reply, payload) => {
     // G3: 413 outranks 415, so a declared oversize body is refused before its type is looked at.
     if (Number(req.headers["content-length"]) > bodyLimit) throw payloadTooLarge(bodyLimit);
@@ -216,8 +392,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   });
   // Only JSON bodies are read, by lib/json.ts (depth limit; __proto__ and constructor keys stay
   // data, G5: lib/records.ts copies unknown fields with Object.fromEntries and spreads, never by
-  // assignment). YAML is a response type here (GET /v2/openapi.yaml); naming it keeps glue from
-  // warning at start-up, and a YAML body gets the same 415 as any other non-JSON body.
+  // assignment). The other media types of the spec are response types (YAML, the web UI's HTML,
+  // JS, CSS, SVG); naming them keeps glue from warning at start-up, and a body of one of them
+  // gets the same 415 as any other non-JSON body.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
     try {
@@ -226,9 +403,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       done(error as Error, undefined);
     }
   });
-  app.addContentTypeParser("application/yaml", (_req, _payload, done) => {
-    done(unsupportedMediaType(), undefined);
-  });
+  for (const type of responseMediaTypes(spec)) {
+    if (type === "application/json") continue;
+    app.addContentTypeParser(type, (_req, _payload, done) => {
+      done(unsupportedMediaType(), undefined);
+    });
+  }
 
   app.setErrorHandler((err, req, reply) => {
     const error = toApiError(err, bodyLimit);
@@ -237,7 +417,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   });
   app.setNotFoundHandler((req, reply) => {
     const path = req.url.split("?")[0] ?? "";
-    const allowed = methods.get(path);
+    const allowed = allowedOn(path);
     if (allowed) {
       reply
         .code(405)
@@ -260,7 +440,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     specText,
     now,
     startedAt: now(),
-    pressure: () => undefined,
+    pressure,
+    prices: options.prices ?? priceTable(),
     issueJwt: (claims: { session_id: string; project_id: string; key_id: string }) =>
       signJwt({ ...claims, iat: Math.floor(now() / 1000) }, jwtSecret),
   };

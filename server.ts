@@ -7,6 +7,7 @@ import { buildApp, MIB } from "./app.ts";
 import { openDb, sqliteStore } from "./db/sqlite.ts";
 import type { ApiKeyRecord, Store } from "./db/store.ts";
 import { hashApiKey, isApiKeyShape, keyPrefix, newSecret } from "./lib/auth.ts";
+import { type PriceEntry, priceTable, readPrices } from "./lib/prices.ts";
 
 export const DEFAULT_PROJECT = "default";
 
@@ -22,6 +23,12 @@ export interface Config {
   authFailLimit: number;
   authFailWindowSeconds: number;
   trustProxy: boolean | string;
+  requestTimeoutSeconds: number;
+  keepAliveTimeoutSeconds: number;
+  maxEventLoopDelayMs: number;
+  rateLimit: number;
+  /** Price entries that override or extend prices/models.json. */
+  prices: PriceEntry[] | undefined;
   logLevel: string;
 }
 
@@ -56,6 +63,31 @@ const SETTINGS = {
     read: (v: string) => integer(v, "AGENTMON_AUTH_FAIL_WINDOW", 1, 86_400),
   },
   trustProxy: { env: "AGENTMON_TRUST_PROXY", flag: "trust-proxy", fallback: "false", read: readTrustProxy },
+  requestTimeoutSeconds: {
+    env: "AGENTMON_REQUEST_TIMEOUT",
+    flag: "request-timeout",
+    fallback: "30",
+    read: (v: string) => integer(v, "AGENTMON_REQUEST_TIMEOUT", 0, 3600),
+  },
+  keepAliveTimeoutSeconds: {
+    env: "AGENTMON_KEEPALIVE_TIMEOUT",
+    flag: "keepalive-timeout",
+    fallback: "72",
+    read: (v: string) => integer(v, "AGENTMON_KEEPALIVE_TIMEOUT", 1, 3600),
+  },
+  maxEventLoopDelayMs: {
+    env: "AGENTMON_MAX_EVENT_LOOP_DELAY",
+    flag: "max-event-loop-delay",
+    fallback: "1000",
+    read: (v: string) => integer(v, "AGENTMON_MAX_EVENT_LOOP_DELAY", 0, 600_000),
+  },
+  rateLimit: {
+    env: "AGENTMON_RATE_LIMIT",
+    flag: "rate-limit",
+    fallback: "0",
+    read: (v: string) => integer(v, "AGENTMON_RATE_LIMIT", 0, 100_000_000),
+  },
+  prices: { env: "AGENTMON_PRICES", flag: "prices", fallback: undefined, read: readPriceFile },
   logLevel: { env: "AGENTMON_LOG_LEVEL", flag: "log-level", fallback: "info", read: readLogLevel },
 } as const;
 
@@ -106,6 +138,15 @@ function readTrustProxy(value: string): boolean | string {
   );
 }
 
+/** A JSON price table, read and checked now, so that a mistake in it stops the start. */
+function readPriceFile(path: string): PriceEntry[] {
+  try {
+    return readPrices(path);
+  } catch (error) {
+    throw new ConfigError(`AGENTMON_PRICES: ${(error as Error).message}`);
+  }
+}
+
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 function readLogLevel(value: string): string {
   if (!LOG_LEVELS.includes(value)) {
@@ -128,13 +169,17 @@ const USAGE = `Usage:
   agentmon serve [--port N] [--host H] [--db PATH] [--api-key UUID] [--public-url URL]
                  [--jwt-secret S] [--body-limit SIZE] [--max-events N] [--log-level L]
                  [--auth-fail-limit N] [--auth-fail-window SECONDS] [--trust-proxy T]
+                 [--request-timeout SECONDS] [--keepalive-timeout SECONDS]
+                 [--max-event-loop-delay MS] [--rate-limit PER_MINUTE] [--prices FILE]
   agentmon keys create [--project NAME]   create an API key; it is printed once
   agentmon keys list                      list keys (prefixes only)
   agentmon keys revoke <key-or-prefix>    revoke a key at once
 
 Each serve flag has an environment variable: PORT, HOST, AGENTMON_DB, AGENTMON_API_KEY,
 AGENTMON_PUBLIC_URL, AGENTMON_JWT_SECRET, AGENTMON_BODY_LIMIT, AGENTMON_MAX_EVENTS,
-AGENTMON_LOG_LEVEL, AGENTMON_AUTH_FAIL_LIMIT, AGENTMON_AUTH_FAIL_WINDOW, AGENTMON_TRUST_PROXY.`;
+AGENTMON_LOG_LEVEL, AGENTMON_AUTH_FAIL_LIMIT, AGENTMON_AUTH_FAIL_WINDOW, AGENTMON_TRUST_PROXY,
+AGENTMON_REQUEST_TIMEOUT, AGENTMON_KEEPALIVE_TIMEOUT, AGENTMON_MAX_EVENT_LOOP_DELAY,
+AGENTMON_RATE_LIMIT, AGENTMON_PRICES.`;
 
 const FLAG_OPTIONS = Object.fromEntries(
   [...Object.values(SETTINGS).map((s) => s.flag), "project"].map((flag) => [flag, { type: "string" as const }]),
@@ -205,6 +250,11 @@ async function serve(config: Config, io: Output): Promise<number> {
     authFailLimit: config.authFailLimit,
     authFailWindowMs: config.authFailWindowSeconds * 1000,
     trustProxy: config.trustProxy,
+    requestTimeoutMs: config.requestTimeoutSeconds * 1000,
+    keepAliveTimeoutMs: config.keepAliveTimeoutSeconds * 1000,
+    maxEventLoopDelayMs: config.maxEventLoopDelayMs,
+    rateLimit: config.rateLimit,
+    prices: priceTable(config.prices ?? []),
     logger: { level: config.logLevel },
   });
   const showFirstKey = (where: string | undefined) => {

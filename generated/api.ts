@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 b086824bac198db6565ac88d4d6de6845599313046a1b184a84b876cf55b4479. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 57ff6a06a74bde142d6a36bf2bac62764d57f6554815b4b17c8f2531b70d3136. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -248,6 +248,153 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the project's sessions, newest first
+         * @description **Read API.** The sessions of the API key's project, newest first: by `init_timestamp`
+         *     descending, then by `id` descending. Each row is the stored session (as S6 writes it) and
+         *     its `stats` (see `getSessionStats`). Sessions of other projects are never listed.
+         *
+         *     **Filters**, all optional; every one given must match:
+         *     - `tag`, repeatable (`?tag=a&tag=b`): the session has every tag given;
+         *     - `end_state`: `Success`, `Fail` or `Indeterminate`, with the aliases of S5 (`failed`, `ok`, ...);
+         *     - `from`, `to`: G6 timestamps bounding `init_timestamp`, `from` included, `to` excluded;
+         *     - `agent_id`: the session has an agent with that id (create_agent) or an event with that `agent_id`;
+         *     - `q`: a case-insensitive substring of `end_state_reason` (an empty `q` filters nothing).
+         *
+         *     **Pages.** At most `limit` rows (1 to 200, default 50). When there are more, `next_cursor`
+         *     is an opaque string: pass it back as `cursor`, with the same filters, for the next page;
+         *     it is `null` on the last page. Pages are keyset-based, not offsets: every session is listed
+         *     exactly once across the pages however many sessions arrive meanwhile (newer ones appear on
+         *     a new first page). A cursor that was altered or made by another operation is a 400.
+         *
+         *     A bad query parameter is a 400 `Invalid request` whose `details` name it as `query.<name>`
+         *     (`query.limit`, `query.tag[1]`).
+         */
+        get: operations["listSessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/sessions/{session_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One session with its stats and agents
+         * @description **Read API.** The stored session (as S6 writes it), its `stats`, its agents (`id`, `name`
+         *     and every unknown field sent with create_agent, ordered by id) and its `session_url`. A
+         *     session of another project is a 404, exactly like an unknown one.
+         */
+        get: operations["getSession"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a session with its events and agents
+         * @description **Read API.** Removes the session, all its events and all its agents, in one transaction
+         *     (G7); nothing of it can be read afterwards. Deleting it again, or deleting a session of
+         *     another project, is a 404.
+         *
+         *     JWTs issued for a deleted session stay well-formed until they expire, but every write
+         *     with them (update_session, create_events, update_events, create_agent) is a 404 `Not
+         *     found`, as is reauthorize_jwt for its id. create_session with the same id in the same
+         *     project makes a new, empty session, which those JWTs then name again (a JWT names a
+         *     session id, not one incarnation of it).
+         */
+        delete: operations["deleteSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/sessions/{session_id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A session's events, in time order
+         * @description **Read API.** The session's events ordered by `init_timestamp`, then by `id`. Each event
+         *     is returned with every field it was sent with (G5): `id`, `type`, `session_id`,
+         *     `init_timestamp`, `end_timestamp`, `agent_id`, the named fields given (canonical names,
+         *     E4), the alias names the client used (`event_type`, `timestamp`, `tool_name`, `params`,
+         *     `returns`) with their values, and its unknown fields at the top level. llm events also
+         *     carry `cost_source` (`client`, `table` or `unknown`) and `cost` when it is known.
+         *
+         *     `type` filters by kind, repeatable (`?type=llm&type=error`); the AgentOps SDK's plural
+         *     names (`llms`, `tools`, `actions`, `errors`) are accepted too.
+         *
+         *     **Pages.** At most `limit` events (1 to 1000, default 100); `next_cursor` as in
+         *     `listSessions` (pass it back with the same `type` filter; `null` on the last page).
+         */
+        get: operations["listSessionEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/sessions/{session_id}/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A session's totals
+         * @description **Read API.** The session's `stats`: event counts per kind, tokens, cost, duration and
+         *     errors, the figures AgentOps' own `/v2/sessions/{id}/stats` gives. See the `Stats` schema
+         *     for how each is computed.
+         */
+        get: operations["getSessionStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/sessions/{session_id}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The whole session as one JSON document
+         * @description **Read API.** The session, its stats, its agents and all its events in order, as
+         *     `getSession` and `listSessionEvents` give them, in one document, read in one consistent
+         *     snapshot.
+         */
+        get: operations["exportSession"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -286,6 +433,90 @@ export interface paths {
          *     to another node.
          */
         get: operations["getReadiness"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Web UI, sessions page
+         * @description The web UI's home page, served by agentmon itself (no CDN, no other server): it asks once
+         *     for an API key, keeps it in the browser's sessionStorage (so it is gone when the tab
+         *     closes), and lists that key's project's sessions through `GET /v2/sessions`, with every
+         *     filter of that operation, pagination, end-state badges, duration, tokens and cost.
+         *
+         *     No credential is needed to fetch the page itself: it holds no data, only the code that
+         *     asks the read API with the key. A wrong key is the API's 401, and the page asks again.
+         *
+         *     Every UI response carries a strict `Content-Security-Policy` (scripts, styles and data
+         *     only from this origin, no inline script), `Cache-Control: no-cache` and a strong `ETag`:
+         *     a request whose `If-None-Match` names the current ETag is answered 304 with no body.
+         */
+        get: operations["getUiHome"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sessions/{session_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Web UI, one session's page
+         * @description The page `session_url` (S2) points at. It always answers this HTML page, whatever the id:
+         *     the page asks `GET /v2/sessions/{session_id}` and its events with the API key kept by the
+         *     sessions page (or asks for one), and says "not found in this project" when the API
+         *     answers 404, as it does for an unknown id and for another project's session alike.
+         *
+         *     The page shows the session's totals, its agents, a waterfall timeline of its events by
+         *     start and end time coloured by kind (only the rows in view exist in the page, so a
+         *     session of 10 000 events stays fast), and a detail panel for the selected event: prompt
+         *     and completion as chat messages, tool input and output, error details and logs. While the
+         *     session has no `end_state` the page refreshes itself every 3 seconds.
+         *
+         *     Same headers as `GET /`.
+         */
+        get: operations["getUiSession"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ui/{asset}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Web UI, a script, style sheet or icon
+         * @description The files the pages load, all shipped in the repository's `ui/` folder and read into
+         *     memory at start-up. `asset` is a file name from a fixed list (`app.css`, `common.js`,
+         *     `sessions.js`, `session.js`, `timeline.js`, `detail.js`, `favicon.svg`); any other
+         *     name, a path, `..` or an encoded slash is a 404. Same headers as `GET /`.
+         */
+        get: operations["getUiAsset"];
         put?: never;
         post?: never;
         delete?: never;
@@ -400,7 +631,7 @@ export interface components {
         };
         /**
          * @description The session fields flat, or wrapped in `session`. The wrapped form is recognised by a
-         *     `session` object and no top-level `id`/`session_id`.
+         *     `session` object and no top-level `id`/`session_id` (a `null` one counts as absent).
          */
         CreateSessionUnversionedRequest: Record<string, unknown>;
         UpdateSessionRequest: {
@@ -496,9 +727,11 @@ export interface components {
             } & {
                 [key: string]: unknown;
             }) | null;
+            /** @description At most 2^53 − 1, the largest integer every JSON client reads exactly. */
             prompt_tokens?: number | null;
+            /** @description At most 2^53 − 1, the largest integer every JSON client reads exactly. */
             completion_tokens?: number | null;
-            /** @description Cost of the call in USD. */
+            /** @description Cost of the call in USD, at most one billion. */
             cost?: number | null;
             /** @description Parameters (llm, action; on tool events an alias of `input`). Any JSON value. */
             params?: unknown;
@@ -581,6 +814,127 @@ export interface components {
             database: "ok";
             /** @description The schema version of the database, which is the one this server needs. */
             schema_version: number;
+        };
+        /**
+         * @description A session's totals, computed from its stored events when read.
+         *     - `events`: how many events; `event_counts`: how many of each kind.
+         *     - `prompt_tokens`, `completion_tokens`: sums over the llm events.
+         *     - `cost`: the sum of the llm events' `cost` (the client's, or the price table's; see
+         *       `cost_source`), written exactly as `token_cost` (S6) and always the same sum.
+         *     - `duration_ms`: `end_timestamp` − `init_timestamp` of the session in milliseconds (with
+         *       microsecond fractions); while the session has no `end_timestamp`, the latest event
+         *       `init_timestamp` or `end_timestamp` − the session's `init_timestamp`, and 0 when it has no
+         *       events. Never negative.
+         *     - `error_count`: how many error events.
+         *     - `first_event_at`: the earliest event `init_timestamp`; `last_event_at`: the latest event
+         *       `init_timestamp` or `end_timestamp`; both `null` without events, written as G6 stores
+         *       timestamps (UTC, `Z`, fraction without trailing zeros).
+         */
+        Stats: {
+            events: number;
+            event_counts: {
+                llm: number;
+                tool: number;
+                action: number;
+                error: number;
+            };
+            prompt_tokens: number;
+            completion_tokens: number;
+            /**
+             * @description USD, a plain decimal string as `token_cost` (S6) writes it.
+             * @example 0.0000021
+             * @example 0.00
+             */
+            cost: string;
+            duration_ms: number;
+            error_count: number;
+            /** Format: date-time */
+            first_event_at: string | null;
+            /** Format: date-time */
+            last_event_at: string | null;
+        };
+        SessionListItem: {
+            session: components["schemas"]["Session"];
+            stats: components["schemas"]["Stats"];
+        };
+        /** @description Pass it as `cursor` for the next page; `null` on the last page. */
+        NextCursor: string | null;
+        ListSessionsResponse: {
+            /** @constant */
+            status: "success";
+            sessions: components["schemas"]["SessionListItem"][];
+            next_cursor: components["schemas"]["NextCursor"];
+        };
+        /** @description An agent registered with create_agent (E7), with every unknown field sent with it. */
+        Agent: {
+            id: string;
+            name: string | null;
+        } & {
+            [key: string]: unknown;
+        };
+        GetSessionResponse: {
+            /** @constant */
+            status: "success";
+            session: components["schemas"]["Session"];
+            stats: components["schemas"]["Stats"];
+            agents: components["schemas"]["Agent"][];
+            session_url: string;
+        };
+        /**
+         * @description A stored event as the read operations return it: `id`, `type`, `session_id`,
+         *     `init_timestamp`, `end_timestamp` and `agent_id` always; every other named field that was
+         *     sent (canonical names, E4); the alias names the client used (`event_type`, `timestamp`,
+         *     `tool_name`, `params`, `returns`) with their values; and its unknown fields at the top level
+         *     as sent (G5). `cost` is the client's on any kind; llm events also carry `cost_source` and,
+         *     when it is known, the `cost` the price table gave.
+         */
+        StoredEvent: {
+            id: string;
+            /** @enum {string} */
+            type: "llm" | "tool" | "action" | "error";
+            session_id: string;
+            /** Format: date-time */
+            init_timestamp: string;
+            /** Format: date-time */
+            end_timestamp: string | null;
+            agent_id: string | null;
+            /** @description USD. On llm events, the client's (`cost_source` `client`) or the price table's (`table`). */
+            cost?: number;
+            /**
+             * @description On llm events, `client`, `table` or `unknown`. `client`: the client sent `cost`, which
+             *     always wins; `table`: priced from the model price table by `model`, `init_timestamp`
+             *     and the token counts; `unknown`: no price for the model, or no token counts, so no
+             *     `cost`. On other kinds it is not set by the server (a field of that name sent by the
+             *     client is returned as sent, G5).
+             * @example table
+             */
+            cost_source?: unknown;
+        } & {
+            [key: string]: unknown;
+        };
+        ListSessionEventsResponse: {
+            /** @constant */
+            status: "success";
+            events: components["schemas"]["StoredEvent"][];
+            next_cursor: components["schemas"]["NextCursor"];
+        };
+        SessionStatsResponse: {
+            /** @constant */
+            status: "success";
+            stats: components["schemas"]["Stats"];
+        };
+        ExportSessionResponse: {
+            /** @constant */
+            status: "success";
+            session: components["schemas"]["Session"];
+            stats: components["schemas"]["Stats"];
+            agents: components["schemas"]["Agent"][];
+            /** @description Every event of the session, ordered by `init_timestamp`, then `id`. */
+            events: components["schemas"]["StoredEvent"][];
+        };
+        DeleteSessionResponse: {
+            /** @constant */
+            status: "success";
         };
     };
     responses: {
@@ -765,17 +1119,47 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description A query or path parameter breaks its schema, or a cursor was altered. `details` names each as `query.<name>` or `path.<name>`. */
+        InvalidQuery: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description No session with this id in the API key's project (another project's session looks exactly the same), or it was deleted. */
+        SessionNotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
                 /**
                  * @example {
-                 *       "error": "Service unavailable",
-                 *       "message": "The server is shutting down; retry after 5 seconds"
+                 *       "error": "Not found",
+                 *       "message": "No session 79f6fc6b-8463-4bc7-8a68-c3f84a2c9423 in this project"
                  *     }
                  */
                 "application/json": components["schemas"]["Error"];
             };
         };
     };
-    parameters: never;
+    parameters: {
+        /**
+         * @description The session's id, percent-encoded in the path (`run%2F42` for `run/42`).
+         * @example 79f6fc6b-8463-4bc7-8a68-c3f84a2c9423
+         */
+        SessionId: string;
+        /**
+         * @description The `next_cursor` of the previous page, as it was given: an opaque base64url string. A
+         *     cursor that was altered, or that another operation made, is a 400 naming `query.cursor`.
+         * @example WyJzZXNzaW9ucyIsMTc5NTMyNDE4MzY0MDM2MSwiNzlmNmZjNmItODQ2My00YmM3LThhNjgtYzNmODRhMmM5NDIzIl2438KpLks
+         */
+        Cursor: string;
+    };
     requestBodies: {
         CreateEvents: {
             content: {
@@ -786,6 +1170,15 @@ export interface components {
     headers: {
         /** @description Seconds to wait before trying again. */
         RetryAfter: number;
+        /**
+         * @description `default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'`:
+         *     no inline script or style, nothing from another origin.
+         */
+        ContentSecurityPolicy: string;
+        /** @description `no-cache`: the browser may keep the file but revalidates it with its ETag before each use. */
+        UiCacheControl: string;
+        /** @description A strong validator of the file's bytes; send it back in `If-None-Match` to get a 304. */
+        UiETag: string;
     };
     pathItems: never;
 }
@@ -1095,6 +1488,441 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    listSessions: {
+        parameters: {
+            query?: {
+                /** @description Sessions having this tag; repeat it for sessions having every one of them. */
+                tag?: string[];
+                /**
+                 * @description `Success`, `Fail` or `Indeterminate`, any case, or an S5 alias (`completed`, `ok`, `failed`, `error`, `unknown`, ...).
+                 * @example Fail
+                 */
+                end_state?: string;
+                /**
+                 * @description Sessions whose `init_timestamp` is at or after this instant (G6).
+                 * @example 2026-11-22T00:00:00Z
+                 */
+                from?: string;
+                /**
+                 * @description Sessions whose `init_timestamp` is before this instant (G6).
+                 * @example 2026-11-23T00:00:00Z
+                 */
+                to?: string;
+                /**
+                 * @description Sessions with an agent of this id, registered or named by an event's `agent_id`.
+                 * @example b8d63dc0-a7e4-467a-9038-02ccb144ef62
+                 */
+                agent_id?: string;
+                /**
+                 * @description A case-insensitive substring of `end_state_reason`.
+                 * @example timeout
+                 */
+                q?: string;
+                /**
+                 * @description The most sessions in the page, 1 to 200; 50 when absent.
+                 * @example 50
+                 */
+                limit?: number;
+                /**
+                 * @description The `next_cursor` of the previous page, as it was given: an opaque base64url string. A
+                 *     cursor that was altered, or that another operation made, is a 400 naming `query.cursor`.
+                 * @example WyJzZXNzaW9ucyIsMTc5NTMyNDE4MzY0MDM2MSwiNzlmNmZjNmItODQ2My00YmM3LThhNjgtYzNmODRhMmM5NDIzIl2438KpLks
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of sessions with their stats. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "sessions": [
+                     *         {
+                     *           "session": {
+                     *             "id": "79f6fc6b-8463-4bc7-8a68-c3f84a2c9423",
+                     *             "init_timestamp": "2026-11-22T05:09:43.640361Z",
+                     *             "end_timestamp": "2026-11-22T05:09:43.654544Z",
+                     *             "end_state": "Success",
+                     *             "end_state_reason": "driver finished",
+                     *             "tags": [
+                     *               "realclient",
+                     *               "driver"
+                     *             ],
+                     *             "host_env": null
+                     *           },
+                     *           "stats": {
+                     *             "events": 4,
+                     *             "event_counts": {
+                     *               "llm": 1,
+                     *               "tool": 1,
+                     *               "action": 1,
+                     *               "error": 1
+                     *             },
+                     *             "prompt_tokens": 12,
+                     *             "completion_tokens": 1,
+                     *             "cost": "0.0000021",
+                     *             "duration_ms": 14.183,
+                     *             "error_count": 1,
+                     *             "first_event_at": "2026-11-22T05:09:43.6537Z",
+                     *             "last_event_at": "2026-11-22T05:09:43.654493Z"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "next_cursor": "WyJzZXNzaW9ucyIsMTc5NTMyNDE4MzY0MDM2MSwiNzlmNmZjNmItODQ2My00YmM3LThhNjgtYzNmODRhMmM5NDIzIl2438KpLks"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ListSessionsResponse"];
+                };
+            };
+            400: components["responses"]["InvalidQuery"];
+            401: components["responses"]["InvalidApiKey"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The session's id, percent-encoded in the path (`run%2F42` for `run/42`).
+                 * @example 79f6fc6b-8463-4bc7-8a68-c3f84a2c9423
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "session": {
+                     *         "id": "79f6fc6b-8463-4bc7-8a68-c3f84a2c9423",
+                     *         "init_timestamp": "2026-11-22T05:09:43.640361Z",
+                     *         "end_timestamp": null,
+                     *         "end_state": null,
+                     *         "end_state_reason": null,
+                     *         "tags": [
+                     *           "driver"
+                     *         ],
+                     *         "host_env": null
+                     *       },
+                     *       "stats": {
+                     *         "events": 1,
+                     *         "event_counts": {
+                     *           "llm": 1,
+                     *           "tool": 0,
+                     *           "action": 0,
+                     *           "error": 0
+                     *         },
+                     *         "prompt_tokens": 12,
+                     *         "completion_tokens": 1,
+                     *         "cost": "0.0000024",
+                     *         "duration_ms": 13.415,
+                     *         "error_count": 0,
+                     *         "first_event_at": "2026-11-22T05:09:43.6537Z",
+                     *         "last_event_at": "2026-11-22T05:09:43.653776Z"
+                     *       },
+                     *       "agents": [
+                     *         {
+                     *           "id": "b8d63dc0-a7e4-467a-9038-02ccb144ef62",
+                     *           "name": "realclient-driver-agent"
+                     *         }
+                     *       ],
+                     *       "session_url": "http://127.0.0.1:3000/sessions/79f6fc6b-8463-4bc7-8a68-c3f84a2c9423"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["GetSessionResponse"];
+                };
+            };
+            400: components["responses"]["InvalidQuery"];
+            401: components["responses"]["InvalidApiKey"];
+            404: components["responses"]["SessionNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The session's id, percent-encoded in the path (`run%2F42` for `run/42`).
+                 * @example 79f6fc6b-8463-4bc7-8a68-c3f84a2c9423
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session and everything in it is gone. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": "success"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["DeleteSessionResponse"];
+                };
+            };
+            400: components["responses"]["InvalidQuery"];
+            401: components["responses"]["InvalidApiKey"];
+            404: components["responses"]["SessionNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listSessionEvents: {
+        parameters: {
+            query?: {
+                /** @description Events of this kind; repeat it for several kinds. */
+                type?: ("llm" | "tool" | "action" | "error" | "llms" | "tools" | "actions" | "errors")[];
+                /**
+                 * @description The most events in the page, 1 to 1000; 100 when absent.
+                 * @example 1000
+                 */
+                limit?: number;
+                /**
+                 * @description The `next_cursor` of the previous page, as it was given: an opaque base64url string. A
+                 *     cursor that was altered, or that another operation made, is a 400 naming `query.cursor`.
+                 * @example WyJzZXNzaW9ucyIsMTc5NTMyNDE4MzY0MDM2MSwiNzlmNmZjNmItODQ2My00YmM3LThhNjgtYzNmODRhMmM5NDIzIl2438KpLks
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The session's id, percent-encoded in the path (`run%2F42` for `run/42`).
+                 * @example 79f6fc6b-8463-4bc7-8a68-c3f84a2c9423
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of events. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "events": [
+                     *         {
+                     *           "id": "7289ea22-125f-4683-99d4-29277a6771b2",
+                     *           "type": "llm",
+                     *           "session_id": "79f6fc6b-8463-4bc7-8a68-c3f84a2c9423",
+                     *           "init_timestamp": "2026-11-22T05:09:43.6537Z",
+                     *           "end_timestamp": "2026-11-22T05:09:43.653776Z",
+                     *           "agent_id": "b8d63dc0-a7e4-467a-9038-02ccb144ef62",
+                     *           "model": "gpt-4o-mini",
+                     *           "prompt_tokens": 12,
+                     *           "completion_tokens": 1,
+                     *           "cost": 0.0000024,
+                     *           "cost_source": "table",
+                     *           "prompt": [
+                     *             {
+                     *               "role": "user",
+                     *               "content": "2+2?"
+                     *             }
+                     *           ],
+                     *           "completion": {
+                     *             "role": "assistant",
+                     *             "content": "4"
+                     *           },
+                     *           "event_type": "llms"
+                     *         },
+                     *         {
+                     *           "id": "92f31146-4cad-47e4-b68b-852941700232",
+                     *           "type": "tool",
+                     *           "session_id": "79f6fc6b-8463-4bc7-8a68-c3f84a2c9423",
+                     *           "init_timestamp": "2026-11-22T05:09:43.653822Z",
+                     *           "end_timestamp": null,
+                     *           "agent_id": null,
+                     *           "name": "calculator",
+                     *           "input": {
+                     *             "a": 2,
+                     *             "b": 2
+                     *           },
+                     *           "output": "4",
+                     *           "event_type": "tools",
+                     *           "params": {
+                     *             "a": 2,
+                     *             "b": 2
+                     *           },
+                     *           "returns": "4"
+                     *         }
+                     *       ],
+                     *       "next_cursor": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ListSessionEventsResponse"];
+                };
+            };
+            400: components["responses"]["InvalidQuery"];
+            401: components["responses"]["InvalidApiKey"];
+            404: components["responses"]["SessionNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getSessionStats: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The session's id, percent-encoded in the path (`run%2F42` for `run/42`).
+                 * @example 79f6fc6b-8463-4bc7-8a68-c3f84a2c9423
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session's stats. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "stats": {
+                     *         "events": 4,
+                     *         "event_counts": {
+                     *           "llm": 1,
+                     *           "tool": 1,
+                     *           "action": 1,
+                     *           "error": 1
+                     *         },
+                     *         "prompt_tokens": 12,
+                     *         "completion_tokens": 1,
+                     *         "cost": "0.0000021",
+                     *         "duration_ms": 14.183,
+                     *         "error_count": 1,
+                     *         "first_event_at": "2026-11-22T05:09:43.6537Z",
+                     *         "last_event_at": "2026-11-22T05:09:43.654493Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SessionStatsResponse"];
+                };
+            };
+            400: components["responses"]["InvalidQuery"];
+            401: components["responses"]["InvalidApiKey"];
+            404: components["responses"]["SessionNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    exportSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The session's id, percent-encoded in the path (`run%2F42` for `run/42`).
+                 * @example 79f6fc6b-8463-4bc7-8a68-c3f84a2c9423
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session with everything in it. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "session": {
+                     *         "id": "79f6fc6b-8463-4bc7-8a68-c3f84a2c9423",
+                     *         "init_timestamp": "2026-11-22T05:09:43.640361Z",
+                     *         "end_timestamp": null,
+                     *         "end_state": null,
+                     *         "end_state_reason": null,
+                     *         "tags": null,
+                     *         "host_env": null
+                     *       },
+                     *       "stats": {
+                     *         "events": 1,
+                     *         "event_counts": {
+                     *           "llm": 0,
+                     *           "tool": 1,
+                     *           "action": 0,
+                     *           "error": 0
+                     *         },
+                     *         "prompt_tokens": 0,
+                     *         "completion_tokens": 0,
+                     *         "cost": "0.00",
+                     *         "duration_ms": 13.461,
+                     *         "error_count": 0,
+                     *         "first_event_at": "2026-11-22T05:09:43.653822Z",
+                     *         "last_event_at": "2026-11-22T05:09:43.653822Z"
+                     *       },
+                     *       "agents": [],
+                     *       "events": [
+                     *         {
+                     *           "id": "92f31146-4cad-47e4-b68b-852941700232",
+                     *           "type": "tool",
+                     *           "session_id": "79f6fc6b-8463-4bc7-8a68-c3f84a2c9423",
+                     *           "init_timestamp": "2026-11-22T05:09:43.653822Z",
+                     *           "end_timestamp": null,
+                     *           "agent_id": null,
+                     *           "name": "calculator"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ExportSessionResponse"];
+                };
+            };
+            400: components["responses"]["InvalidQuery"];
+            401: components["responses"]["InvalidApiKey"];
+            404: components["responses"]["SessionNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     getHealth: {
         parameters: {
             query?: never;
@@ -1148,6 +1976,111 @@ export interface operations {
                     "application/json": components["schemas"]["ReadinessResponse"];
                 };
             };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getUiHome: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The sessions page (HTML). */
+            200: {
+                headers: {
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "Cache-Control": components["headers"]["UiCacheControl"];
+                    ETag: components["headers"]["UiETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description The copy the browser holds (its `If-None-Match`) is current; no body. */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getUiSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id, as `session_url` writes it (percent-encoded). */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session page (HTML). */
+            200: {
+                headers: {
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "Cache-Control": components["headers"]["UiCacheControl"];
+                    ETag: components["headers"]["UiETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description The copy the browser holds (its `If-None-Match`) is current; no body. */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getUiAsset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The file name, such as `app.css`. */
+                asset: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file, with its content type. */
+            200: {
+                headers: {
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "Cache-Control": components["headers"]["UiCacheControl"];
+                    ETag: components["headers"]["UiETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/javascript": string;
+                    "text/css": string;
+                    "image/svg+xml": string;
+                };
+            };
+            /** @description The copy the browser holds (its `If-None-Match`) is current; no body. */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };

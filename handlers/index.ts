@@ -3,9 +3,18 @@ import { createEvents } from "./createEvents.ts";
 import { createEventsUnversioned } from "./createEventsUnversioned.ts";
 import { createSession } from "./createSession.ts";
 import { createSessionUnversioned } from "./createSessionUnversioned.ts";
+import { deleteSession } from "./deleteSession.ts";
+import { exportSession } from "./exportSession.ts";
 import { getHealth } from "./getHealth.ts";
 import { getOpenapiSpec } from "./getOpenapiSpec.ts";
 import { getReadiness } from "./getReadiness.ts";
+import { getSession } from "./getSession.ts";
+import { getSessionStats } from "./getSessionStats.ts";
+import { getUiAsset } from "./getUiAsset.ts";
+import { getUiHome } from "./getUiHome.ts";
+import { getUiSession } from "./getUiSession.ts";
+import { listSessionEvents } from "./listSessionEvents.ts";
+import { listSessions } from "./listSessions.ts";
 import { reauthorizeJwt } from "./reauthorizeJwt.ts";
 import type { Deps, Handlers } from "./types.ts";
 import { updateEvents } from "./updateEvents.ts";
@@ -23,6 +32,15 @@ export const createHandlers = (deps: Deps) =>
     createAgent: createAgent(deps),
     reauthorizeJwt: reauthorizeJwt(deps),
     getOpenapiSpec: getOpenapiSpec(deps),
+    listSessions: listSessions(deps),
+    getSession: getSession(deps),
+    listSessionEvents: listSessionEvents(deps),
+    getSessionStats: getSessionStats(deps),
+    exportSession: exportSession(deps),
+    deleteSession: deleteSession(deps),
     getHealth: getHealth(deps),
     getReadiness: getReadiness(deps),
+    getUiHome: getUiHome(deps),
+    getUiSession: getUiSession(deps),
+    getUiAsset: getUiAsset(deps),
   }) satisfies Handlers;
