@@ -1,4 +1,4 @@
-import { agentView, readEventView, sessionView, statsView } from "../lib/records.ts";
+import { readEventView, sessionDocument } from "../lib/records.ts";
 import { sessionNotFound } from "./errors.ts";
 import { apiKeyOf, type Deps, type Handler } from "./types.ts";
 
@@ -11,9 +11,7 @@ export const exportSession =
     if (!found) throw sessionNotFound(id);
     return {
       status: "success" as const,
-      session: sessionView(found.session),
-      stats: statsView(found.session, found.totals),
-      agents: found.agents.map(agentView),
+      ...sessionDocument(found),
       events: found.events.map((event) => readEventView(event, id)),
     };
   };

@@ -1,4 +1,4 @@
-import { agentView, sessionView, statsView } from "../lib/records.ts";
+import { sessionDocument } from "../lib/records.ts";
 import { sessionNotFound } from "./errors.ts";
 import { apiKeyOf, type Deps, type Handler, sessionUrl } from "./types.ts";
 
@@ -11,9 +11,7 @@ export const getSession =
     if (!found) throw sessionNotFound(id);
     return {
       status: "success" as const,
-      session: sessionView(found.session),
-      stats: statsView(found.session, found.totals),
-      agents: found.agents.map(agentView),
+      ...sessionDocument(found),
       session_url: sessionUrl(deps, id),
     };
   };

@@ -14,6 +14,7 @@ import type {
   NewSession,
   SessionChanges,
   SessionRecord,
+  SessionSnapshot,
   SessionTotals,
 } from "../db/store.ts";
 import type { ErrorDetail } from "../handlers/errors.ts";
@@ -313,16 +314,19 @@ export function patchEvent(stored: EventRecord, input: EventInput): EventRecord 
   return next;
 }
 
+/** The fields every event view carries, whatever was sent. */
+const namedView = (event: EventRecord, sessionId: string) => ({
+  id: event.id,
+  type: event.type,
+  session_id: sessionId,
+  init_timestamp: event.init_timestamp,
+  end_timestamp: event.end_timestamp,
+  agent_id: event.agent_id,
+});
+
 /** The event as clients read it: canonical fields, the aliases it was sent with, its unknown fields. */
 export function eventView(event: EventRecord, sessionId: string) {
-  const view: JsonObject = {
-    id: event.id,
-    type: event.type,
-    session_id: sessionId,
-    init_timestamp: event.init_timestamp,
-    end_timestamp: event.end_timestamp,
-    agent_id: event.agent_id,
-  };
+  const view: JsonObject = namedView(event, sessionId);
   for (const key of ["model", "prompt_tokens", "completion_tokens"] as const) {
     if (event[key] !== null) view[key] = event[key];
   }
@@ -360,14 +364,7 @@ export interface StoredEventView {
  */
 export function readEventView(event: EventRecord, sessionId: string): StoredEventView {
   const view = eventView(event, sessionId);
-  const fixed = {
-    id: event.id,
-    type: event.type,
-    session_id: sessionId,
-    init_timestamp: event.init_timestamp,
-    end_timestamp: event.end_timestamp,
-    agent_id: event.agent_id,
-  };
+  const fixed = namedView(event, sessionId);
   if (event.type !== "llm") return { ...view, ...fixed };
   const { cost: _cost, cost_source: _source, ...rest } = view;
   const source = event.cost_source ?? (event.cost === null ? "unknown" : "client");
@@ -423,3 +420,10 @@ export function formatCost(total: number): string {
   const [whole, decimals = ""] = fixed.split(".");
   return `${whole}.${decimals.padEnd(2, "0")}`;
 }
+
+/** What getSession and exportSession both answer of a session: itself, its stats, its agents. */
+export const sessionDocument = (found: Omit<SessionSnapshot, "events">) => ({
+  session: sessionView(found.session),
+  stats: statsView(found.session, found.totals),
+  agents: found.agents.map(agentView),
+});
