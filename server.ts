@@ -4,7 +4,7 @@
  */
 import { parseArgs } from "node:util";
 import { buildApp, MIB } from "./app.ts";
-import { openDb, sqliteStore } from "./db/sqlite.ts";
+import { openDb, SYNCHRONOUS, type Synchronous, sqliteStore } from "./db/sqlite.ts";
 import type { ApiKeyRecord, Store } from "./db/store.ts";
 import { hashApiKey, isApiKeyShape, keyPrefix, newSecret } from "./lib/auth.ts";
 import { type PriceEntry, priceTable, readPrices } from "./lib/prices.ts";
@@ -30,6 +30,8 @@ export interface Config {
   /** Price entries that override or extend prices/models.json. */
   prices: PriceEntry[] | undefined;
   logLevel: string;
+  /** How hard a commit is pushed to the disk: `normal` survives a process crash, `full` also an OS crash (G7). */
+  synchronous: Synchronous;
 }
 
 /** A configuration mistake: reported as one line, never a stack trace. */
@@ -89,6 +91,7 @@ const SETTINGS = {
   },
   prices: { env: "AGENTMON_PRICES", flag: "prices", fallback: undefined, read: readPriceFile },
   logLevel: { env: "AGENTMON_LOG_LEVEL", flag: "log-level", fallback: "info", read: readLogLevel },
+  synchronous: { env: "AGENTMON_SYNCHRONOUS", flag: "synchronous", fallback: "normal", read: readSynchronous },
 } as const;
 
 function integer(value: string, name: string, min: number, max: number): number {
@@ -155,6 +158,14 @@ function readLogLevel(value: string): string {
   return value;
 }
 
+function readSynchronous(value: string): Synchronous {
+  const v = value.trim().toLowerCase();
+  if (!(SYNCHRONOUS as readonly string[]).includes(v)) {
+    throw new ConfigError(`AGENTMON_SYNCHRONOUS must be one of ${SYNCHRONOUS.join(", ")} (got "${value}")`);
+  }
+  return v as Synchronous;
+}
+
 /** Settings from flags, then the environment, then the defaults. */
 export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string | undefined>): Config {
   const config: Record<string, unknown> = {};
@@ -171,6 +182,7 @@ const USAGE = `Usage:
                  [--auth-fail-limit N] [--auth-fail-window SECONDS] [--trust-proxy T]
                  [--request-timeout SECONDS] [--keepalive-timeout SECONDS]
                  [--max-event-loop-delay MS] [--rate-limit PER_MINUTE] [--prices FILE]
+                 [--synchronous normal|full]
   agentmon keys create [--project NAME]   create an API key; it is printed once
   agentmon keys list                      list keys (prefixes only)
   agentmon keys revoke <key-or-prefix>    revoke a key at once
@@ -179,7 +191,7 @@ Each serve flag has an environment variable: PORT, HOST, AGENTMON_DB, AGENTMON_A
 AGENTMON_PUBLIC_URL, AGENTMON_JWT_SECRET, AGENTMON_BODY_LIMIT, AGENTMON_MAX_EVENTS,
 AGENTMON_LOG_LEVEL, AGENTMON_AUTH_FAIL_LIMIT, AGENTMON_AUTH_FAIL_WINDOW, AGENTMON_TRUST_PROXY,
 AGENTMON_REQUEST_TIMEOUT, AGENTMON_KEEPALIVE_TIMEOUT, AGENTMON_MAX_EVENT_LOOP_DELAY,
-AGENTMON_RATE_LIMIT, AGENTMON_PRICES.`;
+AGENTMON_RATE_LIMIT, AGENTMON_PRICES, AGENTMON_SYNCHRONOUS.`;
 
 const FLAG_OPTIONS = Object.fromEntries(
   [...Object.values(SETTINGS).map((s) => s.flag), "project"].map((flag) => [flag, { type: "string" as const }]),
@@ -195,9 +207,9 @@ const console_: Output = {
   err: (line) => process.stderr.write(`${line}\n`),
 };
 
-function openStore(path: string): Store {
+function openStore(path: string, synchronous: Synchronous): Store {
   try {
-    return sqliteStore(openDb(path));
+    return sqliteStore(openDb(path, { synchronous }));
   } catch (error) {
     throw new ConfigError(`cannot open the database ${path}: ${(error as Error).message}`);
   }
@@ -225,7 +237,7 @@ async function ensureConfiguredKey(store: Store, key: string): Promise<void> {
 }
 
 async function serve(config: Config, io: Output): Promise<number> {
-  const store = openStore(config.db);
+  const store = openStore(config.db, config.synchronous);
   if (config.jwtSecret !== undefined && config.jwtSecret.length < 32) {
     io.err("agentmon: warning: AGENTMON_JWT_SECRET is shorter than 32 characters; use a longer random secret");
   }
@@ -310,7 +322,7 @@ async function keys(
   config: Config,
   io: Output,
 ) {
-  const store = openStore(config.db);
+  const store = openStore(config.db, config.synchronous);
   try {
     if (sub === "create") {
       const project = flags.project ?? DEFAULT_PROJECT;

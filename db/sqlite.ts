@@ -538,21 +538,19 @@ export function sqliteStore(db: Db): SqliteStore {
     patches: P[],
     apply: EventPatcher<P>,
   ): UpdateEventsResult<P> => {
-      const pk = sessionPk(projectId, sessionId);
-      if (pk === undefined) return { status: "no-session" } as const;
-      // Each event is read once and written once, with every entry for it applied in order.
-      const events = new Map<string, EventRecord>();
-      for (const { id } of patches) {
-        const row = events.has(id) ? undefined : q.eventGet.get(pk, id);
-        if (row) events.set(id, eventRecord(row));
-      }
-      const unknown = patches
-        .map((patch, index) => ({ index, id: patch.id, patch }))
-        .filter(({ id }) => !events.has(id));
-      if (unknown.length > 0) return { status: "unknown", unknown } as const;
-      for (const patch of patches) events.set(patch.id, apply(events.get(patch.id) as EventRecord, patch));
-      for (const event of events.values()) q.eventUpdate.run(eventParams(pk, event));
-      return { status: "updated", updated: events.size } as const;
+    const pk = sessionPk(projectId, sessionId);
+    if (pk === undefined) return { status: "no-session" } as const;
+    // Each event is read once and written once, with every entry for it applied in order.
+    const events = new Map<string, EventRecord>();
+    for (const { id } of patches) {
+      const row = events.has(id) ? undefined : q.eventGet.get(pk, id);
+      if (row) events.set(id, eventRecord(row));
+    }
+    const unknown = patches.map((patch, index) => ({ index, id: patch.id, patch })).filter(({ id }) => !events.has(id));
+    if (unknown.length > 0) return { status: "unknown", unknown } as const;
+    for (const patch of patches) events.set(patch.id, apply(events.get(patch.id) as EventRecord, patch));
+    for (const event of events.values()) q.eventUpdate.run(eventParams(pk, event));
+    return { status: "updated", updated: events.size } as const;
   };
 
   const upsertAgent = (projectId: string, sessionId: string, agent: AgentRecord) => {

@@ -1,7 +1,8 @@
 /**
  * The storage boundary. Handlers reach storage only through `Store`; every method is async so
  * that an adapter over a network database can implement the same interface. Every write method
- * is one transaction (contract G7).
+ * is atomic, and its promise settles only once its data is committed (contract G7); an adapter
+ * may commit several calls in one transaction (db/sqlite.ts groups them, each in a savepoint).
  */
 
 export type Kind = "llm" | "tool" | "action" | "error";

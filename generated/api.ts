@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 57ff6a06a74bde142d6a36bf2bac62764d57f6554815b4b17c8f2531b70d3136. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 89df3dde10caf7a8d72f5403c1cc5ab38073076dcfbfc36c9a69458ced926095. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
