@@ -64,14 +64,41 @@ export function scanJson(text: string, maxDepth = MAX_DEPTH): string | undefined
   return undefined;
 }
 
+/**
+ * Whether a parsed value is within what scanJson allows: checked on the parsed value, which is
+ * several times faster than scanning the text character by character in JavaScript (strings are
+ * checked natively by isWellFormed). The recursion stops at MAX_DEPTH.
+ */
+function acceptable(value: unknown, depth: number): boolean {
+  if (typeof value === "string") return (value as WellFormed).isWellFormed();
+  if (typeof value === "number") return Number.isFinite(value);
+  if (typeof value !== "object" || value === null) return true;
+  if (depth >= MAX_DEPTH) return false;
+  if (Array.isArray(value)) return value.every((item) => acceptable(item, depth + 1));
+  for (const key in value) {
+    if (!(key as WellFormed).isWellFormed() || !acceptable((value as Record<string, unknown>)[key], depth + 1)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/** String.prototype.isWellFormed is in Node 20 but not yet in TypeScript's ES2023 library. */
+type WellFormed = string & { isWellFormed(): boolean };
+
 export function parseJsonBody(raw: string): unknown {
   const text = raw.charCodeAt(0) === 0xfeff ? raw.slice(1) : raw; // a byte order mark is not JSON
   if (text.trim() === "") throw malformed("The request body is empty; send a JSON object");
-  const problem = scanJson(text);
-  if (problem !== undefined) throw badRequest(problem);
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch (error) {
+    // Nesting deep enough can exhaust the parser itself: say that rather than "not JSON".
+    const problem = scanJson(text);
+    if (problem !== undefined) throw badRequest(problem);
     throw malformed(`The request body is not valid JSON: ${(error as Error).message}`);
   }
+  // The common case ends here; a refused body is scanned again for the message that says where.
+  if (acceptable(value, 0)) return value;
+  throw badRequest(scanJson(text) ?? "The request body has a value that cannot be stored as sent");
 }

@@ -27,7 +27,7 @@ import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
-import { eventBatch, ingest, openSessions, ROOT, type Server, startAgentmon } from "./load.ts";
+import { batchBody, eventBatch, ingest, openSessions, ROOT, type Server, startAgentmon } from "./load.ts";
 
 const { values } = parseArgs({ options: { quick: { type: "boolean", default: false } } });
 const quick = values.quick;
@@ -358,6 +358,7 @@ async function lifecycle(server: Server) {
 /** S5: ingests `total` events in 100-event calls; RSS at the half and at the end. */
 async function memory(server: Server, total: number) {
   const jwts = await openSessions(server, CONNECTIONS);
+  const body = batchBody(100);
   const half = total / 2 / 100;
   const run = (amount: number) =>
     autocannon({
@@ -373,7 +374,7 @@ async function memory(server: Server, total: number) {
               "content-type": "application/json",
               authorization: `Bearer ${jwts[Math.floor(Math.random() * jwts.length)]}`,
             },
-            body: JSON.stringify(eventBatch(100)),
+            body: body(),
           }),
         },
       ],
