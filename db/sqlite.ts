@@ -257,6 +257,8 @@ const API_KEY_COLUMNS = `k.id, k.project_id, p.name AS project_name, k.prefix, k
 
 export function sqliteStore(db: Db): SqliteStore {
   const schemaVersion = migrationFiles().length;
+  /** API keys by id, valid while data_version stays the same (see apiKeyById). */
+  const keys = { version: -1, byId: new Map<string, ApiKeyRecord | undefined>() };
   const q = {
     metaGet: db.prepare<[string], { value: string }>("SELECT value FROM meta WHERE key = ?"),
     metaInsert: db.prepare("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING"),
@@ -268,6 +270,7 @@ export function sqliteStore(db: Db): SqliteStore {
     keyInsert: db.prepare("INSERT INTO api_keys (id, project_id, key_hash, prefix, created_at) VALUES (?, ?, ?, ?, ?)"),
     keyByHash: db.prepare<[string], ApiKeyRecord>(`SELECT ${API_KEY_COLUMNS} WHERE k.key_hash = ?`),
     keyById: db.prepare<[string], ApiKeyRecord>(`SELECT ${API_KEY_COLUMNS} WHERE k.id = ?`),
+    dataVersion: db.prepare("PRAGMA data_version").pluck(),
     keyList: db.prepare<[], ApiKeyRecord>(`SELECT ${API_KEY_COLUMNS} ORDER BY k.created_at, k.id`),
     keyRevoke: db.prepare("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL"),
     sessionInsert: db.prepare(
@@ -673,19 +676,34 @@ export function sqliteStore(db: Db): SqliteStore {
       return (q.metaGet.get(key) as { value: string }).value;
     },
     async createApiKey(hash, prefix, projectName, now) {
+      keys.byId.clear();
       return createApiKey(hash, prefix, projectName, now);
     },
     async apiKeyByHash(hash) {
       return q.keyByHash.get(hash);
     },
     async apiKeyById(id) {
-      return q.keyById.get(id);
+      // Every JWT call looks its key up (4.3: a revoked key's JWTs fail at once). The answer is
+      // kept until the database changes: data_version moves whenever another connection (an
+      // `agentmon keys revoke` in another process) commits, and this connection's own key
+      // writes clear the cache themselves.
+      const version = q.dataVersion.get() as number;
+      if (version !== keys.version) {
+        keys.byId.clear();
+        keys.version = version;
+      }
+      if (!keys.byId.has(id)) {
+        if (keys.byId.size >= 10_000) keys.byId.clear();
+        keys.byId.set(id, q.keyById.get(id));
+      }
+      return keys.byId.get(id);
     },
     async listApiKeys() {
       return q.keyList.all();
     },
     async revokeApiKey(id, now) {
       q.keyRevoke.run(now, id);
+      keys.byId.clear();
     },
     createSession(projectId, session) {
       return write(1, () => createSession(projectId, session));

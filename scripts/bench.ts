@@ -27,7 +27,7 @@ import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
-import { batchBody, eventBatch, ingest, openSessions, ROOT, type Server, startAgentmon } from "./load.ts";
+import { batchBody, ingest, openSessions, ROOT, type Server, startAgentmon } from "./load.ts";
 
 const { values } = parseArgs({ options: { quick: { type: "boolean", default: false } } });
 const quick = values.quick;
@@ -88,24 +88,6 @@ function startProcess(args: string[], env: NodeJS.ProcessEnv = process.env) {
     await exited;
   };
   return { child, url, stop };
-}
-
-/** autocannon against one URL with a fixed body; answers req/s and latency. */
-async function hammer(url: string, body: string, headers: Record<string, string>, seconds = SECONDS) {
-  const result = await autocannon({
-    url,
-    method: "POST",
-    connections: CONNECTIONS,
-    duration: seconds,
-    headers: { "content-type": "application/json", ...headers },
-    body,
-  });
-  return {
-    rps: result.requests.total / seconds,
-    p99: result.latency.p99,
-    non2xx: result.non2xx,
-    errors: result.errors,
-  };
 }
 
 /** The storage limit: rows/s inserted by scripts/bench/storage.ts into `path`. */
@@ -173,11 +155,11 @@ try {
   const storage = storageLimit(join(dir, "storage.db"), quick ? 100_000 : 300_000);
   log(`  storage limit: ${fmt(storage.rows_per_s)} rows/s (1000-row transactions, no HTTP)`);
   const floor = startProcess(["scripts/bench/floor.mjs"]);
-  const floorUrl = await floor.url;
-  const oneEvent = JSON.stringify(eventBatch(1));
-  const floorSmall = await hammer(`${floorUrl}/v2/create_events`, oneEvent, {});
+  // The same load generator, bodies and connections as S2, so both sides pay the same client.
+  const floorServer = { url: await floor.url } as Server;
+  const floorSmall = await ingest(floorServer, ["none"], { connections: CONNECTIONS, seconds: SECONDS, perCall: 1 });
   await floor.stop();
-  log(`  HTTP floor: ${fmt(floorSmall.rps)} req/s with a 1-event body, p99 ${floorSmall.p99} ms`);
+  log(`  HTTP floor: ${fmt(floorSmall.rps)} req/s with 1-event bodies, p99 ${floorSmall.p99} ms`);
 
   // ---------------------------------------------------------------- S1, S2, S3 on a fresh database
   log("\nagentmon, fresh database");
@@ -306,6 +288,7 @@ try {
 /** S3: each connection runs whole sessions: create_session, 10 × create_events(5), update_session. */
 async function lifecycle(server: Server) {
   const perSession = 12;
+  const fiveEvents = batchBody(5);
   /** What one virtual client keeps between the calls of its session. */
   const ctx = (context: object) => context as { id?: string; jwt?: string };
   const result = await autocannon({
@@ -334,7 +317,7 @@ async function lifecycle(server: Server) {
         setupRequest: (request: autocannon.Request, context: object) => ({
           ...request,
           headers: { "content-type": "application/json", authorization: `Bearer ${ctx(context).jwt}` },
-          body: JSON.stringify(eventBatch(5)),
+          body: fiveEvents(),
         }),
       })),
       {

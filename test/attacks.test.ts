@@ -10,6 +10,7 @@
 import { createHash, createHmac, generateKeyPair, type KeyObject, sign } from "node:crypto";
 import { createServer } from "node:http";
 import { connect } from "node:net";
+import { join } from "node:path";
 import { promisify } from "node:util";
 import type { LightMyRequestResponse } from "fastify";
 import t, { type Test } from "tap";
@@ -27,6 +28,7 @@ import {
   JWT_SECRET,
   OTHER_PROJECT_KEY,
   type TestApp,
+  tempDir,
   UNKNOWN_KEY,
 } from "./helper.ts";
 
@@ -938,4 +940,24 @@ t.test("attack: project A's key reads or deletes B's session via the read API: 4
   const own = await get("/v2/sessions/theirs", { "x-agentmon-api-key": OTHER_PROJECT_KEY });
   t.equal(own.statusCode, 200, "control: B's key reads B's session");
   t.equal(own.json().session.id, "theirs", "control: the session read");
+});
+
+t.test("attack: a key revoked by another process (agentmon keys revoke) fails at once, its JWTs too", async (t) => {
+  const path = join(tempDir(t), "agentmon.db");
+  const api = await build(t, { dbPath: path, maxEventLoopDelayMs: 0 });
+  const jwt = await api.session("revoked-elsewhere");
+  const call = () => api.withJwt("/v2/create_events", { events: [{ type: "llm", model: "m" }] }, jwt);
+  t.equal((await call()).statusCode, 200, "control: the JWT works, and its key is now looked up (and remembered)");
+  t.equal((await call()).statusCode, 200, "control: again");
+
+  const other = sqliteStore(openDb(path)); // the CLI's own connection to the same file
+  const key = (await other.listApiKeys()).find((k) => k.project_name === "default");
+  await other.revokeApiKey(key?.id ?? "", new Date().toISOString());
+  await other.close();
+
+  const refused = await call();
+  t.equal(refused.statusCode, 401, "the very next JWT call is refused");
+  t.same(refused.json(), INVALID_JWT);
+  const byKey = await api.withKey("/v2/reauthorize_jwt", { session_id: "revoked-elsewhere" });
+  t.same(byKey.json(), INVALID_API_KEY, "and the key itself");
 });
