@@ -10,6 +10,7 @@ import Database from "better-sqlite3";
 import { uuidv7 } from "../lib/ids.ts";
 import { fromRoot } from "../lib/paths.ts";
 import { parseTimestamp } from "../lib/timestamps.ts";
+import { startCheckpointer } from "./checkpointer.ts";
 import type {
   AgentRecord,
   ApiKeyRecord,
@@ -257,6 +258,11 @@ const API_KEY_COLUMNS = `k.id, k.project_id, p.name AS project_name, k.prefix, k
 
 export function sqliteStore(db: Db): SqliteStore {
   const schemaVersion = migrationFiles().length;
+  // A file database checkpoints from a worker thread (db/checkpointer.ts); this connection only
+  // does when the worker falls 40 MB behind.
+  const onDisk = db.memory === false && !db.readonly && db.pragma("journal_mode", { simple: true }) === "wal";
+  const checkpointer = onDisk ? startCheckpointer(db.name) : undefined;
+  if (onDisk) db.pragma("wal_autocheckpoint = 10000");
   /** API keys by id, valid while data_version stays the same (see apiKeyById). */
   const keys = { version: -1, byId: new Map<string, ApiKeyRecord | undefined>() };
   const q = {
@@ -763,6 +769,7 @@ export function sqliteStore(db: Db): SqliteStore {
       // What is queued is committed (or fails) before the connection closes: no call is dropped.
       // A call made after close() fails in its flush, as any use of a closed connection does.
       while (queue.length > 0) commitGroup(nextGroup());
+      await checkpointer?.stop(); // first, so that this connection is the last and cleans the WAL up
       if (db.open) db.close();
     },
   };

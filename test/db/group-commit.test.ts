@@ -9,7 +9,7 @@
  * see a call's data by the time its promise resolves, and must never see a call that rejected.
  */
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -452,6 +452,8 @@ t.test("close() commits every queued call before closing; a call after it fails"
   const failing = store.insertEvents(project, "s", [
     { ...event("bad"), cost_source: "bogus" } as unknown as EventRecord,
   ]);
+  // Observed from now on: close() waits for the checkpoint worker, so the rejection comes first.
+  const failed = t.rejects(failing, { code: "SQLITE_CONSTRAINT_CHECK" }, "a queued call that fails still rejects");
   const commitsBefore = store.commits;
   await store.close();
   t.equal(store.commits - commitsBefore, 2, "close() ran both groups");
@@ -459,7 +461,7 @@ t.test("close() commits every queued call before closing; a call after it fails"
     (await Promise.all(queued)).every((stored) => stored === true),
     "every queued call resolved",
   );
-  await t.rejects(failing, { code: "SQLITE_CONSTRAINT_CHECK" }, "a queued call that fails still rejects");
+  await failed;
 
   await t.rejects(
     store.insertEvents(project, "s", [event("late")]),
@@ -511,4 +513,27 @@ t.test("AGENTMON_SYNCHRONOUS: normal by default, full on request, anything else 
   t.equal(code, 1, "the command stops with exit code 1");
   t.same(err, ['agentmon: AGENTMON_SYNCHRONOUS must be one of normal, full (got "off")'], "and one line");
   t.same(out, []);
+});
+
+t.test("checkpoints run in a worker, not in the writer's commits; close() leaves no WAL behind", async (t) => {
+  const path = join(tempDir(t), "agentmon.db");
+  const db = openDb(path);
+  const store = sqliteStore(db);
+  t.equal(db.pragma("wal_autocheckpoint", { simple: true }), 10_000, "the writer checkpoints only 40 MB behind");
+  const project = (await store.createApiKey("hash", "hhhhhhhh", "p", "now")).project_id;
+  await store.createSession(project, session("s"));
+  const before = statSync(path).size;
+  // About 8 MB of WAL: far below the writer's own threshold.
+  for (let i = 0; i < 20; i++) await store.insertEvents(project, "s", events(`w${i}`, 100, 4000));
+  t.ok(statSync(`${path}-wal`).size > 4_000_000, "the WAL holds the writes");
+  // Bounded wait for the worker (it runs every 100 ms): the rows reach the database file.
+  for (let tries = 0; tries < 200 && statSync(path).size <= before + 4_000_000; tries++) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  t.ok(statSync(path).size > before + 4_000_000, "the worker copied the WAL into the database file");
+  await store.close();
+  t.notOk(existsSync(`${path}-wal`), "closed last, the writer's connection removed the WAL");
+  const reopened = new Database(path, { readonly: true });
+  t.teardown(() => reopened.close());
+  t.equal(reopened.prepare("SELECT count(*) FROM events").pluck().get(), 2000, "every row is there");
 });
