@@ -23,6 +23,7 @@ import {
   MIB,
   OTHER_PROJECT_KEY,
   rawPost,
+  tempDir,
   UNKNOWN_KEY,
 } from "./helper.ts";
 
@@ -1051,7 +1052,7 @@ t.test("G7: writes are atomic per call", async (t) => {
   });
 
   t.test("G7: a 200 means the data is committed to disk", async (t) => {
-    const dir = t.testdir({});
+    const dir = tempDir(t);
     const dbPath = join(dir, "agentmon.db");
     const api = await build(t, { dbPath });
     const jwt = await api.session("g7-disk", { tags: ["durable"] });
