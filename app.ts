@@ -367,14 +367,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       throw overloaded(Number(value));
     },
   });
-  const overloaded = (lagMs: number) =>
-    serviceUnavailable(`The server is overloaded (event loop lag ${Math.round(lagMs)} ms); retry after 2 seconds`, 2);
+  const lagging = (lagMs: number) => `overloaded (event loop lag ${Math.round(lagMs)} ms)`;
+  const overloaded = (lagMs: number) => serviceUnavailable(`The server is ${lagging(lagMs)}; retry after 2 seconds`, 2);
   const pressure = () => {
     if (maxEventLoopDelay <= 0) return undefined;
     const lag = app.memoryUsage().eventLoopDelay;
-    return lag > maxEventLoopDelay && Number.isFinite(lag)
-      ? `the server is overloaded (event loop lag ${Math.round(lag)} ms)`
-      : undefined;
+    return lag > maxEventLoopDelay && Number.isFinite(lag) ? `the server is ${lagging(lag)}` : undefined;
   };
 
   // Query and path parameters: normalised and checked against the spec (lib/parameters.ts).

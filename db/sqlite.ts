@@ -11,25 +11,26 @@ import { uuidv7 } from "../lib/ids.ts";
 import { fromRoot } from "../lib/paths.ts";
 import { parseTimestamp } from "../lib/timestamps.ts";
 import { startCheckpointer } from "./checkpointer.ts";
-import type {
-  AgentRecord,
-  ApiKeyRecord,
-  CostSource,
-  EndState,
-  EventPatcher,
-  EventRecord,
-  JsonObject,
-  Kind,
-  NewSession,
-  Page,
-  Position,
-  SessionChanges,
-  SessionFilter,
-  SessionRecord,
-  SessionSnapshot,
-  SessionTotals,
-  Store,
-  UpdateEventsResult,
+import {
+  type AgentRecord,
+  type ApiKeyRecord,
+  type CostSource,
+  type EndState,
+  type EventPatcher,
+  type EventRecord,
+  type JsonObject,
+  type Kind,
+  type NewSession,
+  type Page,
+  type Position,
+  SchemaMismatch,
+  type SessionChanges,
+  type SessionFilter,
+  type SessionRecord,
+  type SessionSnapshot,
+  type SessionTotals,
+  type Store,
+  type UpdateEventsResult,
 } from "./store.ts";
 
 const MIGRATIONS = fromRoot("db/migrations/");
@@ -759,8 +760,7 @@ export function sqliteStore(db: Db): SqliteStore {
     },
     async ping(now) {
       const version = db.pragma("user_version", { simple: true }) as number;
-      if (version !== schemaVersion)
-        throw new Error(`the database is at schema version ${version}, not ${schemaVersion}`);
+      if (version !== schemaVersion) throw new SchemaMismatch(version, schemaVersion);
       await write(1, () => q.heartbeat.run(now));
       return version;
     },

@@ -135,6 +135,16 @@ export type UpdateEventsResult<P> =
   | { status: "unknown"; unknown: { index: number; id: string; patch: P }[] }
   | { status: "no-session" };
 
+/** Thrown by Store.ping when the database is not at the schema version this code needs. */
+export class SchemaMismatch extends Error {
+  constructor(
+    readonly found: number,
+    readonly needed: number,
+  ) {
+    super(`the database is at schema version ${found}; this server needs ${needed}`);
+  }
+}
+
 export interface Store {
   /** A value of the meta table, set to `fallback` first if there is none. */
   metaValue(key: string, fallback: string): Promise<string>;

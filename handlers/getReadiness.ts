@@ -1,3 +1,4 @@
+import { SchemaMismatch } from "../db/store.ts";
 import { serviceUnavailable, storageFault } from "./errors.ts";
 import type { Deps, Handler } from "./types.ts";
 
@@ -12,6 +13,7 @@ export const getReadiness =
       return { status: "success", database: "ok", schema_version: version };
     } catch (err) {
       req.log.error({ err }, "readiness check failed");
-      throw serviceUnavailable(`Not ready: ${storageFault(err) ?? "the database cannot be written"}`, 5);
+      const reason = err instanceof SchemaMismatch ? err.message : storageFault(err);
+      throw serviceUnavailable(`Not ready: ${reason ?? "the database cannot be written"}`, 5);
     }
   };

@@ -7,6 +7,7 @@ import { randomUUID } from "node:crypto";
 import { connect, type Socket } from "node:net";
 import { join } from "node:path";
 import t, { type Test } from "tap";
+import { openDb, sqliteStore } from "../db/sqlite.ts";
 import { loadConfig } from "../server.ts";
 import { API_KEY, build, OTHER_PROJECT_KEY, tempDir, UNKNOWN_KEY } from "./helper.ts";
 import { agentmon, childEnv, LISTENING } from "./process.ts";
@@ -265,4 +266,20 @@ t.test("O3: AGENTMON_RATE_LIMIT reaches a real `agentmon serve` process", async 
   t.equal(third.headers.get("retry-after"), "30", "one call comes back every 30 s at 2 per minute");
   const health = await fetch(`${base}/healthz`);
   t.equal(health.status, 200, "the probes are not rate limited");
+});
+
+t.test("GET /readyz answers 503 naming both versions when the database is not at this server's schema", async (t) => {
+  const db = openDb(":memory:");
+  const { app } = await build(t, { store: sqliteStore(db) });
+  const version = db.pragma("user_version", { simple: true }) as number;
+  db.pragma(`user_version = ${version + 1}`); // another, newer agentmon migrated it meanwhile
+  const res = await app.inject({ method: "GET", url: "/readyz" });
+  t.equal(res.statusCode, 503);
+  t.equal(res.headers["retry-after"], "5");
+  t.same(res.json(), {
+    error: "Service unavailable",
+    message: `Not ready: the database is at schema version ${version + 1}; this server needs ${version}`,
+  });
+  db.pragma(`user_version = ${version}`);
+  t.equal((await app.inject({ method: "GET", url: "/readyz" })).statusCode, 200, "ready once it matches again");
 });
