@@ -6,6 +6,7 @@ import { parseArgs } from "node:util";
 import { buildApp, MIB } from "./app.ts";
 import { openDb, SYNCHRONOUS, type Synchronous, sqliteStore } from "./db/sqlite.ts";
 import type { ApiKeyRecord, Store } from "./db/store.ts";
+import { openThreadedStore } from "./db/thread.ts";
 import { hashApiKey, isApiKeyShape, keyPrefix, newSecret } from "./lib/auth.ts";
 import { type PriceEntry, priceTable, readPrices } from "./lib/prices.ts";
 
@@ -207,9 +208,27 @@ const console_: Output = {
   err: (line) => process.stderr.write(`${line}\n`),
 };
 
+/**
+ * The server's store: a file database on its own thread (db/thread.ts), `:memory:` in this one
+ * (it cannot be shared between threads, and a test pipeline's start stays fast).
+ */
+async function openServerStore(config: Config): Promise<Store> {
+  try {
+    if (config.db === ":memory:" || config.db === "") {
+      return sqliteStore(openDb(config.db, { synchronous: config.synchronous }), {
+        prices: priceTable(config.prices ?? []),
+      });
+    }
+    return await openThreadedStore({ path: config.db, synchronous: config.synchronous, prices: config.prices ?? [] });
+  } catch (error) {
+    throw new ConfigError(`cannot open the database ${config.db}: ${(error as Error).message}`);
+  }
+}
+
+/** The `keys` commands' store: one short-lived connection in this thread. */
 function openStore(path: string, synchronous: Synchronous): Store {
   try {
-    return sqliteStore(openDb(path, { synchronous }));
+    return sqliteStore(openDb(path, { synchronous }), { checkpointer: false });
   } catch (error) {
     throw new ConfigError(`cannot open the database ${path}: ${(error as Error).message}`);
   }
@@ -237,7 +256,7 @@ async function ensureConfiguredKey(store: Store, key: string): Promise<void> {
 }
 
 async function serve(config: Config, io: Output): Promise<number> {
-  const store = openStore(config.db, config.synchronous);
+  const store = await openServerStore(config);
   if (config.jwtSecret !== undefined && config.jwtSecret.length < 32) {
     io.err("agentmon: warning: AGENTMON_JWT_SECRET is shorter than 32 characters; use a longer random secret");
   }

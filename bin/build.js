@@ -1,4 +1,4 @@
-// Bundles agentmon into dist/agentmon.mjs with esbuild, so that `agentmon` starts without a
+// Bundles agentmon into dist/agentmon.mjs (and its storage thread into dist/store-worker.mjs) with esbuild, so that `agentmon` starts without a
 // TypeScript loader and without resolving hundreds of package files one by one (issue 3, S4:
 // both cost more than a whole bare Fastify start). Everything is bundled but better-sqlite3 (a
 // native addon) and the OpenAPI meta-schema validator (see shims/). The parsed openapi.yaml is
@@ -25,14 +25,19 @@ export function isStale() {
 export async function build() {
   const esbuild = await import("esbuild");
   const result = await esbuild.build({
-    entryPoints: [new URL("server.ts", ROOT).pathname],
+    // The server, and the storage thread's worker (db/thread.ts), which must be a file of its own.
+    entryPoints: {
+      agentmon: new URL("server.ts", ROOT).pathname,
+      "store-worker": new URL("db/store-worker.ts", ROOT).pathname,
+    },
     absWorkingDir: new URL(".", ROOT).pathname,
     bundle: true,
     platform: "node",
     format: "esm",
     target: "node20",
     external: ["better-sqlite3"],
-    outfile: OUT.pathname,
+    outdir: new URL("dist/", ROOT).pathname,
+    outExtension: { ".js": ".mjs" },
     sourcemap: "linked",
     metafile: true,
     logLevel: "warning",

@@ -14,6 +14,7 @@ const { workerData, parentPort } = require("node:worker_threads");
 const Database = require(workerData.module);
 const db = new Database(workerData.path, { fileMustExist: true });
 db.pragma("busy_timeout = 1000");
+db.pragma("cache_size = -64");
 const checkpoint = () => {
   try {
     db.pragma("wal_checkpoint(PASSIVE)");

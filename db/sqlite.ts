@@ -9,6 +9,8 @@ import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import { uuidv7 } from "../lib/ids.ts";
 import { fromRoot } from "../lib/paths.ts";
+import { type PriceTable, priceEvent, priceTable } from "../lib/prices.ts";
+import { patchEvent } from "../lib/records.ts";
 import { parseTimestamp } from "../lib/timestamps.ts";
 import { startCheckpointer } from "./checkpointer.ts";
 import {
@@ -16,6 +18,7 @@ import {
   type ApiKeyRecord,
   type CostSource,
   type EndState,
+  type EventPatch,
   type EventPatcher,
   type EventRecord,
   type JsonObject,
@@ -47,7 +50,7 @@ export type Synchronous = (typeof SYNCHRONOUS)[number];
 
 export interface DbOptions {
   /** Default `normal`. */
-  synchronous?: Synchronous;
+  synchronous?: Synchronous | undefined;
 }
 
 /** Opens (creating it if needed) a database file, or `:memory:`, and brings its schema up to date. */
@@ -58,6 +61,9 @@ export function openDb(path: string, options: DbOptions = {}): Db {
   db.pragma(`synchronous = ${options.synchronous === "full" ? "FULL" : "NORMAL"}`);
   db.pragma("foreign_keys = ON");
   db.pragma("busy_timeout = 5000");
+  // 1 MB of page cache instead of 2: the hot pages of a write load (the ends of the indexes of
+  // the sessions being written) fit, and the churn of a bigger cache costs resident memory (S5).
+  if (!db.memory) db.pragma("cache_size = -1024");
   migrate(db);
   return db;
 }
@@ -103,7 +109,7 @@ interface SessionRow {
   extra: string;
 }
 
-interface EventRow {
+interface StoredEvent {
   id: string;
   type: string;
   init_timestamp: string;
@@ -176,7 +182,7 @@ const sessionRecord = (row: SessionRow): SessionRecord => ({
   extra: parse<JsonObject>(row.extra) ?? {},
 });
 
-const eventRecord = (row: EventRow): EventRecord => ({
+const eventRecord = (row: StoredEvent): EventRecord => ({
   id: row.id,
   type: row.type as Kind,
   init_timestamp: row.init_timestamp,
@@ -199,8 +205,13 @@ const agentRecord = (row: { id: string; name: string | null; extra: string }): A
   extra: parse<JsonObject>(row.extra) ?? {},
 });
 
-const eventParams = (sessionPk: number, e: EventRecord) => ({
-  session_pk: sessionPk,
+/**
+ * An event as the columns of its row, without the session: what `insertEventRows` takes. Building
+ * it (mostly JSON.stringify) is CPU work that a caller may do on another thread than the writer's.
+ */
+export type EventRow = ReturnType<typeof eventRow>;
+
+export const eventRow = (e: EventRecord) => ({
   id: e.id,
   type: e.type,
   init_timestamp: e.init_timestamp,
@@ -218,6 +229,8 @@ const eventParams = (sessionPk: number, e: EventRecord) => ({
   aliases: e.aliases.length === 0 ? null : json(e.aliases),
   extra: json(e.extra),
 });
+
+const eventParams = (sessionPk: number, e: EventRecord) => ({ session_pk: sessionPk, ...eventRow(e) });
 
 /**
  * A group holds at most this many calls, or this many rows (events or patches; one for any other
@@ -252,17 +265,49 @@ type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 export interface SqliteStore extends Store {
   /** Group transactions committed since the store was made: lets tests see calls coalesce. */
   readonly commits: number;
+  /** insertEvents with the rows already built (`eventRow`), e.g. by another thread. */
+  insertEventRows(projectId: string, sessionId: string, rows: EventRow[]): Promise<boolean>;
+  /** updateEvents with another patcher than the store's own (tests use it to make a patch fail). */
+  updateEvents(
+    projectId: string,
+    sessionId: string,
+    patches: EventPatch[],
+    apply?: EventPatcher<EventPatch>,
+  ): Promise<UpdateEventsResult<EventPatch>>;
+}
+
+export interface StoreOptions {
+  /** Prices the llm events that update_events changes (a table cost is re-priced); default: shipped. */
+  prices?: PriceTable;
+  /** Run WAL checkpoints from a worker thread (db/checkpointer.ts) for a file database; default true. */
+  checkpointer?: boolean | undefined;
 }
 
 const API_KEY_COLUMNS = `k.id, k.project_id, p.name AS project_name, k.prefix, k.created_at, k.revoked_at
   FROM api_keys k JOIN projects p ON p.id = k.project_id`;
 
-export function sqliteStore(db: Db): SqliteStore {
+/**
+ * API-key lookups on a connection of their own: the main thread keeps one beside the storage
+ * thread (db/thread.ts), so that the check every request makes (4.1, 4.3) is a local read, not a
+ * message, and sees a revoke the moment it is committed, by any process.
+ */
+export function keyReader(db: Db) {
+  const byHash = db.prepare<[string], ApiKeyRecord>(`SELECT ${API_KEY_COLUMNS} WHERE k.key_hash = ?`);
+  const byId = db.prepare<[string], ApiKeyRecord>(`SELECT ${API_KEY_COLUMNS} WHERE k.id = ?`);
+  return {
+    apiKeyByHash: async (hash: string) => byHash.get(hash),
+    apiKeyById: async (id: string) => byId.get(id),
+  };
+}
+
+export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
   const schemaVersion = migrationFiles().length;
+  const prices = options.prices ?? priceTable();
+  const patcher: EventPatcher<EventPatch> = (stored, patch) => priceEvent(patchEvent(stored, patch), prices);
   // A file database checkpoints from a worker thread (db/checkpointer.ts); this connection only
   // does when the worker falls 40 MB behind.
   const onDisk = db.memory === false && !db.readonly && db.pragma("journal_mode", { simple: true }) === "wal";
-  const checkpointer = onDisk ? startCheckpointer(db.name) : undefined;
+  const checkpointer = onDisk && options.checkpointer !== false ? startCheckpointer(db.name) : undefined;
   if (onDisk) db.pragma("wal_autocheckpoint = 10000");
   /** API keys by id, valid while data_version stays the same (see apiKeyById). */
   const keys = { version: -1, byId: new Map<string, ApiKeyRecord | undefined>() };
@@ -310,12 +355,12 @@ export function sqliteStore(db: Db): SqliteStore {
        FROM events WHERE session_pk IN (SELECT value FROM json_each(?))
        GROUP BY session_pk`,
     ),
-    eventPageFirst: db.prepare<[EventPageParams], EventRow>(
+    eventPageFirst: db.prepare<[EventPageParams], StoredEvent>(
       `SELECT * FROM events
        WHERE session_pk = @pk AND (@types IS NULL OR type IN (SELECT value FROM json_each(@types)))
        ORDER BY init_us, id LIMIT @limit`,
     ),
-    eventPageAfter: db.prepare<[EventPageParams & { after_us: number; after_id: string }], EventRow>(
+    eventPageAfter: db.prepare<[EventPageParams & { after_us: number; after_id: string }], StoredEvent>(
       `SELECT * FROM events
        WHERE session_pk = @pk AND (init_us, id) > (@after_us, @after_id)
          AND (@types IS NULL OR type IN (SELECT value FROM json_each(@types)))
@@ -324,18 +369,18 @@ export function sqliteStore(db: Db): SqliteStore {
     agentsOf: db.prepare<[number], { id: string; name: string | null; extra: string }>(
       "SELECT id, name, extra FROM agents WHERE session_pk = ? ORDER BY id",
     ),
-    eventsOf: db.prepare<[number], EventRow>("SELECT * FROM events WHERE session_pk = ? ORDER BY init_us, id"),
+    eventsOf: db.prepare<[number], StoredEvent>("SELECT * FROM events WHERE session_pk = ? ORDER BY init_us, id"),
     sessionDelete: db.prepare("DELETE FROM sessions WHERE pk = ?"),
     sessionEventsDelete: db.prepare("DELETE FROM events WHERE session_pk = ?"),
     sessionAgentsDelete: db.prepare("DELETE FROM agents WHERE session_pk = ?"),
     eventInsert: db.prepare(
       `INSERT INTO events (session_pk, id, type, init_timestamp, init_us, end_timestamp, end_us, agent_id,
          model, prompt_tokens, completion_tokens, cost, cost_source, body, aliases, extra)
-       VALUES (@session_pk, @id, @type, @init_timestamp, @init_us, @end_timestamp, @end_us, @agent_id,
+       VALUES (?, @id, @type, @init_timestamp, @init_us, @end_timestamp, @end_us, @agent_id,
          @model, @prompt_tokens, @completion_tokens, @cost, @cost_source, @body, @aliases, @extra)
        ON CONFLICT (session_pk, id) DO NOTHING`,
     ),
-    eventGet: db.prepare<[number, string], EventRow>("SELECT * FROM events WHERE session_pk = ? AND id = ?"),
+    eventGet: db.prepare<[number, string], StoredEvent>("SELECT * FROM events WHERE session_pk = ? AND id = ?"),
     eventUpdate: db.prepare(
       `UPDATE events SET type = @type, init_timestamp = @init_timestamp, init_us = @init_us,
          end_timestamp = @end_timestamp, end_us = @end_us, agent_id = @agent_id, model = @model,
@@ -343,7 +388,7 @@ export function sqliteStore(db: Db): SqliteStore {
          cost_source = @cost_source, body = @body, aliases = @aliases, extra = @extra
        WHERE session_pk = @session_pk AND id = @id`,
     ),
-    eventList: db.prepare<[string], EventRow>(
+    eventList: db.prepare<[string], StoredEvent>(
       `SELECT e.* FROM events e JOIN sessions s ON s.pk = e.session_pk
        WHERE s.id = ? ORDER BY e.init_us, e.id`,
     ),
@@ -535,19 +580,19 @@ export function sqliteStore(db: Db): SqliteStore {
     return next;
   };
 
-  const insertEvents = (projectId: string, sessionId: string, events: EventRecord[]) => {
+  const insertEventRows = (projectId: string, sessionId: string, rows: EventRow[]) => {
     const pk = sessionPk(projectId, sessionId);
     if (pk === undefined) return false;
-    for (const event of events) q.eventInsert.run(eventParams(pk, event));
+    for (const row of rows) q.eventInsert.run(pk, row);
     return true;
   };
 
-  const updateEvents = <P extends { id: string }>(
+  const updateEvents = (
     projectId: string,
     sessionId: string,
-    patches: P[],
-    apply: EventPatcher<P>,
-  ): UpdateEventsResult<P> => {
+    patches: EventPatch[],
+    apply: EventPatcher<EventPatch>,
+  ): UpdateEventsResult<EventPatch> => {
     const pk = sessionPk(projectId, sessionId);
     if (pk === undefined) return { status: "no-session" } as const;
     // Each event is read once and written once, with every entry for it applied in order.
@@ -739,14 +784,13 @@ export function sqliteStore(db: Db): SqliteStore {
       return write(1, () => deleteSession(projectId, sessionId));
     },
     insertEvents(projectId, sessionId, events) {
-      return write(events.length, () => insertEvents(projectId, sessionId, events));
+      const rows = events.map(eventRow);
+      return write(rows.length, () => insertEventRows(projectId, sessionId, rows));
     },
-    updateEvents<P extends { id: string }>(
-      projectId: string,
-      sessionId: string,
-      patches: P[],
-      apply: EventPatcher<P>,
-    ): Promise<UpdateEventsResult<P>> {
+    insertEventRows(projectId, sessionId, rows) {
+      return write(rows.length, () => insertEventRows(projectId, sessionId, rows));
+    },
+    updateEvents(projectId, sessionId, patches, apply = patcher) {
       return write(patches.length, () => updateEvents(projectId, sessionId, patches, apply));
     },
     async listEvents(sessionId) {

@@ -5,6 +5,8 @@
  * may commit several calls in one transaction (db/sqlite.ts groups them, each in a savepoint).
  */
 
+import type { EventInput } from "../lib/records.ts";
+
 export type Kind = "llm" | "tool" | "action" | "error";
 /** Where an event's `cost` comes from: the client, the model price table, or nowhere (it is null). */
 export type CostSource = "client" | "table" | "unknown";
@@ -130,6 +132,9 @@ export interface Page<T> {
 /** Applies one update_events entry to a stored event (a pure function, run inside the transaction). */
 export type EventPatcher<P> = (stored: EventRecord, patch: P) => EventRecord;
 
+/** One update_events entry: the fields it changes (lib/records.ts readEvent) and the event's id. */
+export type EventPatch = EventInput & { id: string };
+
 export type UpdateEventsResult<P> =
   | { status: "updated"; updated: number }
   | { status: "unknown"; unknown: { index: number; id: string; patch: P }[] }
@@ -196,12 +201,11 @@ export interface Store {
 
   /** Stores the events not already stored under their id; false when the session is not in the project. */
   insertEvents(projectId: string, sessionId: string, events: EventRecord[]): Promise<boolean>;
-  updateEvents<P extends { id: string }>(
-    projectId: string,
-    sessionId: string,
-    patches: P[],
-    apply: EventPatcher<P>,
-  ): Promise<UpdateEventsResult<P>>;
+  /**
+   * Applies update_events entries in one transaction, each with lib/records.ts patchEvent, and
+   * re-prices a table cost with the store's price table; all or nothing.
+   */
+  updateEvents(projectId: string, sessionId: string, patches: EventPatch[]): Promise<UpdateEventsResult<EventPatch>>;
   listEvents(sessionId: string): Promise<EventRecord[]>;
 
   /** Inserts the agent or updates its name and extras; false when the session is not in the project. */

@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 89df3dde10caf7a8d72f5403c1cc5ab38073076dcfbfc36c9a69458ced926095. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 fdf62ddec8518b3946fdbd327756e3ef67d98c67dae2ff525a578a5ba4b0ca13. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {

@@ -13,8 +13,20 @@ export function refuseForeignSession(claims: Claims, inputs: { session_id: strin
   if (foreign?.session_id !== undefined) throw forbidden(claims.session_id, foreign.session_id);
 }
 
-/** E1-E5: shared by both create_events paths. */
-export async function recordEvents(deps: Deps, claims: Claims, events: JsonObject[]) {
+/**
+ * E1-E5: shared by both create_events paths. The records are built and handed to the store in
+ * one synchronous step, so that only the ids outlive it while the write is committed: a big
+ * batch's parsed objects die young instead of being kept for the commit's whole wait.
+ */
+export function recordEvents(deps: Deps, claims: Claims, events: JsonObject[]) {
+  const ids = storeEvents(deps, claims, events);
+  return ids.stored.then((stored) => {
+    if (!stored) throw sessionNotFound(claims.session_id);
+    return { status: "success" as const, event_ids: ids.ids };
+  });
+}
+
+function storeEvents(deps: Deps, claims: Claims, events: JsonObject[]) {
   const errors: ErrorDetail[] = [];
   const inputs = events.map((raw, index) => {
     const input = readEvent(raw, `events[${index}]`, errors, "id");
@@ -28,14 +40,14 @@ export async function recordEvents(deps: Deps, claims: Claims, events: JsonObjec
   const received = timestampFromMillis(now);
   const ids = inputs.map((input) => input.id ?? uuidv7(now));
   const unique = new Map<string, EventRecord>(); // the same id twice in one call: the later copy wins (E3)
-  inputs.forEach((input, index) => {
+  for (let index = 0; index < inputs.length; index++) {
     const id = ids[index] as string;
-    unique.set(id, priceEvent(newEvent(input, id, received), deps.prices));
-  });
-  if (!(await deps.store.insertEvents(claims.project_id, claims.session_id, [...unique.values()]))) {
-    throw sessionNotFound(claims.session_id);
+    unique.set(
+      id,
+      priceEvent(newEvent(inputs[index] as EventInput & { type: EventRecord["type"] }, id, received), deps.prices),
+    );
   }
-  return { status: "success" as const, event_ids: ids };
+  return { ids, stored: deps.store.insertEvents(claims.project_id, claims.session_id, [...unique.values()]) };
 }
 
 export const createEvents =

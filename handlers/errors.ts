@@ -101,6 +101,8 @@ const STORAGE_FAULTS: [RegExp, string][] = [
   [/^SQLITE_(IOERR|PROTOCOL)/, "the disk reported an I/O error"],
   [/^SQLITE_CANTOPEN/, "the database file cannot be opened"],
   [/^SQLITE_(CORRUPT|NOTADB)/, "the database file is damaged"],
+  [/^AGENTMON_STORAGE_THREAD$/, "the storage thread stopped"],
+  [/^AGENTMON_STORAGE_BEHIND$/, "writes arrive faster than the disk takes them"],
 ];
 
 export function storageFault(err: unknown): string | undefined {

@@ -1,6 +1,4 @@
-import type { EventRecord } from "../db/store.ts";
-import { priceEvent } from "../lib/prices.ts";
-import { type EventInput, patchEvent, readEvent } from "../lib/records.ts";
+import { type EventInput, readEvent } from "../lib/records.ts";
 import { refuseForeignSession } from "./createEvents.ts";
 import { type ErrorDetail, invalidRequest, notFound, sessionNotFound } from "./errors.ts";
 import { claimsOf, type Deps, type Handler } from "./types.ts";
@@ -20,9 +18,8 @@ export const updateEvents =
     if (errors.length > 0) throw invalidRequest(errors);
     refuseForeignSession(claims, patches);
 
-    // A change of model, tokens or time re-prices a table cost; a client's cost always stands.
-    const apply = (stored: EventRecord, patch: EventInput) => priceEvent(patchEvent(stored, patch), deps.prices);
-    const result = await deps.store.updateEvents(claims.project_id, claims.session_id, patches, apply);
+    // The store re-prices a table cost when model, tokens or time change; a client's cost stands.
+    const result = await deps.store.updateEvents(claims.project_id, claims.session_id, patches);
     if (result.status === "no-session") throw sessionNotFound(claims.session_id);
     if (result.status === "unknown") {
       const ids = [...new Set(result.unknown.map(({ id }) => id))];

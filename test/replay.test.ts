@@ -3,9 +3,11 @@
  * order, against the app; each must be answered 200, and what was stored is read back.
  */
 import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import t, { type Test } from "tap";
+import { openThreadedStore } from "../db/thread.ts";
 import { sessionView } from "../lib/records.ts";
-import { build, eventViews } from "./helper.ts";
+import { build, eventViews, tempDir } from "./helper.ts";
 
 const FIXTURES = new URL("../../shared/fixtures/agentops-sdk-0.3/", import.meta.url);
 
@@ -22,8 +24,12 @@ const load = (version: string): [string, Fixture][] =>
     .map((name) => [name, JSON.parse(readFileSync(new URL(`${version}/${name}`, FIXTURES), "utf8")) as Fixture]);
 
 /** Replays one SDK version's requests; answers the fixtures and every response body. */
-async function replay(t: Test, version: string) {
-  const env = await build(t);
+async function replay(t: Test, version: string, storage: Storage) {
+  // The server's two stores: :memory: in this thread, and a file on the storage thread.
+  const env = await build(
+    t,
+    storage === "thread" ? { store: await openThreadedStore({ path: join(tempDir(t), "a.db") }) } : {},
+  );
   const fixtures = load(version);
   const answers: Record<string, any>[] = [];
   let jwt = "";
@@ -45,9 +51,13 @@ async function replay(t: Test, version: string) {
   return { ...env, fixtures: fixtures.map(([, f]) => f), answers };
 }
 
-for (const version of readdirSync(FIXTURES).sort()) {
-  t.test(`AgentOps SDK ${version}: every request is accepted and everything is stored`, async (t) => {
-    const { store, fixtures, answers } = await replay(t, version);
+type Storage = "memory" | "thread";
+
+for (const [version, storage] of readdirSync(FIXTURES)
+  .sort()
+  .flatMap((v) => (["memory", "thread"] as const).map((s) => [v, s] as const))) {
+  t.test(`AgentOps SDK ${version} (${storage}): every request is accepted and everything is stored`, async (t) => {
+    const { store, fixtures, answers } = await replay(t, version, storage);
     const created = fixtures[0]?.body.session;
     const ended = fixtures[4]?.body.session;
     const sessionId: string = created.session_id;
