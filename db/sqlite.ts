@@ -205,32 +205,58 @@ const agentRecord = (row: { id: string; name: string | null; extra: string }): A
   extra: parse<JsonObject>(row.extra) ?? {},
 });
 
+/** The columns of an event's row after `session_pk`, in the order of `EventRow`. */
+const EVENT_COLUMNS = [
+  "id",
+  "type",
+  "init_timestamp",
+  "init_us",
+  "end_timestamp",
+  "end_us",
+  "agent_id",
+  "model",
+  "prompt_tokens",
+  "completion_tokens",
+  "cost",
+  "cost_source",
+  "body",
+  "aliases",
+  "extra",
+] as const;
+
+type Column = string | number | null;
 /**
- * An event as the columns of its row, without the session: what `insertEventRows` takes. Building
- * it (mostly JSON.stringify) is CPU work that a caller may do on another thread than the writer's.
+ * An event as the values of its row's columns (EVENT_COLUMNS), without the session: what
+ * `insertEventRows` takes. Building it (mostly JSON.stringify) is CPU work that a caller may do
+ * on another thread than the writer's; an array of strings and numbers is cheap to send there.
  */
-export type EventRow = ReturnType<typeof eventRow>;
+export type EventRow = Column[] & { length: typeof EVENT_COLUMNS.length };
 
-export const eventRow = (e: EventRecord) => ({
-  id: e.id,
-  type: e.type,
-  init_timestamp: e.init_timestamp,
-  init_us: e.init_us,
-  end_timestamp: e.end_timestamp,
-  // Stored end_timestamps are UTC ISO strings, so they always parse.
-  end_us: e.end_timestamp === null ? null : (parseTimestamp(e.end_timestamp)?.us ?? null),
-  agent_id: e.agent_id,
-  model: e.model,
-  prompt_tokens: e.prompt_tokens,
-  completion_tokens: e.completion_tokens,
-  cost: e.cost,
-  cost_source: e.cost_source ?? (e.cost === null ? "unknown" : "client"),
-  body: json(e.fields),
-  aliases: e.aliases.length === 0 ? null : json(e.aliases),
-  extra: json(e.extra),
-});
+export const eventRow = (e: EventRecord): EventRow =>
+  [
+    e.id,
+    e.type,
+    e.init_timestamp,
+    e.init_us,
+    e.end_timestamp,
+    // Stored end_timestamps are UTC ISO strings, so they always parse.
+    e.end_timestamp === null ? null : (parseTimestamp(e.end_timestamp)?.us ?? null),
+    e.agent_id,
+    e.model,
+    e.prompt_tokens,
+    e.completion_tokens,
+    e.cost,
+    e.cost_source ?? (e.cost === null ? "unknown" : "client"),
+    json(e.fields),
+    e.aliases.length === 0 ? null : json(e.aliases),
+    json(e.extra),
+  ] as EventRow;
 
-const eventParams = (sessionPk: number, e: EventRecord) => ({ session_pk: sessionPk, ...eventRow(e) });
+/** An event's row as named parameters, for the UPDATE. */
+const eventParams = (sessionPk: number, e: EventRecord) => {
+  const row = eventRow(e);
+  return Object.fromEntries([["session_pk", sessionPk], ...EVENT_COLUMNS.map((column, i) => [column, row[i]])]);
+};
 
 /**
  * A group holds at most this many calls, or this many rows (events or patches; one for any other
@@ -374,10 +400,8 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
     sessionEventsDelete: db.prepare("DELETE FROM events WHERE session_pk = ?"),
     sessionAgentsDelete: db.prepare("DELETE FROM agents WHERE session_pk = ?"),
     eventInsert: db.prepare(
-      `INSERT INTO events (session_pk, id, type, init_timestamp, init_us, end_timestamp, end_us, agent_id,
-         model, prompt_tokens, completion_tokens, cost, cost_source, body, aliases, extra)
-       VALUES (?, @id, @type, @init_timestamp, @init_us, @end_timestamp, @end_us, @agent_id,
-         @model, @prompt_tokens, @completion_tokens, @cost, @cost_source, @body, @aliases, @extra)
+      `INSERT INTO events (session_pk, ${EVENT_COLUMNS.join(", ")})
+       VALUES (?${", ?".repeat(EVENT_COLUMNS.length)})
        ON CONFLICT (session_pk, id) DO NOTHING`,
     ),
     eventGet: db.prepare<[number, string], StoredEvent>("SELECT * FROM events WHERE session_pk = ? AND id = ?"),

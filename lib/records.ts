@@ -240,6 +240,10 @@ export function requireKind(input: EventInput, path: string, errors: ErrorDetail
 
 /** Moves the tool aliases to their canonical names; a differing alias is kept as an unknown field. */
 function resolveAliases(kind: Kind, input: EventInput): EventInput {
+  // Most events use no alias: nothing to move, nothing to copy.
+  if (!("tool_name" in input.fields || (kind === "tool" && ("params" in input.fields || "returns" in input.fields)))) {
+    return input;
+  }
   const fields = { ...input.fields };
   const extra = { ...input.extra };
   const aliases = [...input.aliases];
@@ -260,14 +264,19 @@ function resolveAliases(kind: Kind, input: EventInput): EventInput {
   return { ...input, fields, extra, aliases };
 }
 
-function withFields(event: EventRecord, fields: JsonObject): EventRecord {
-  const next: EventRecord = { ...event, fields: { ...event.fields } };
-  for (const [key, value] of Object.entries(fields)) {
-    if ((COLUMN_FIELDS as readonly string[]).includes(key)) (next as unknown as JsonObject)[key] = value;
-    else next.fields[key] = value;
+const IS_COLUMN = new Set<string>(COLUMN_FIELDS);
+
+/** Sets the given fields on a record of the caller's own: columns as columns, the rest in `fields`. */
+function assignFields(event: EventRecord, fields: JsonObject): EventRecord {
+  for (const key in fields) {
+    if (IS_COLUMN.has(key)) (event as unknown as JsonObject)[key] = fields[key];
+    else event.fields[key] = fields[key];
   }
-  return next;
+  return event;
 }
+
+const withFields = (event: EventRecord, fields: JsonObject): EventRecord =>
+  assignFields({ ...event, fields: { ...event.fields } }, fields);
 
 /** A new event record for create_events. */
 export function newEvent(input: EventInput & { type: Kind }, id: string, received: Timestamp): EventRecord {
@@ -290,7 +299,7 @@ export function newEvent(input: EventInput & { type: Kind }, id: string, receive
     aliases: resolved.aliases,
     extra: resolved.extra,
   };
-  return withFields(empty, resolved.fields);
+  return assignFields(empty, resolved.fields);
 }
 
 /** Applies an update_events entry: only the fields given change, extras merge (E6). */
@@ -409,8 +418,15 @@ export function statsView(session: SessionRecord, totals: SessionTotals) {
 
 /** The fields a schema does not name, as sent (G5); `jwt` is never kept. */
 export function unknownFields(raw: Raw, named: Set<string>): JsonObject {
-  // fromEntries defines own properties, so even a key named "__proto__" stays plain data.
-  return Object.fromEntries(Object.entries(raw).filter(([key]) => !named.has(key) && key !== "jwt"));
+  const extra: JsonObject = {};
+  for (const key of Object.keys(raw)) {
+    if (named.has(key) || key === "jwt") continue;
+    // Defined, not assigned, so that even a key named "__proto__" stays plain data.
+    if (key === "__proto__")
+      Object.defineProperty(extra, key, { value: raw[key], enumerable: true, writable: true, configurable: true });
+    else extra[key] = raw[key];
+  }
+  return extra;
 }
 
 /** token_cost (S6): plain decimal, at most 12 places, trailing zeros trimmed to at least two. */
