@@ -16,7 +16,7 @@
  *   S5 memory: RSS after 1 M events                             ≤ 150 MB, ≤ 10 % growth over the last 500 k
  *   S6 growth: S1 with 5 M events already stored                          ≥ 0.8 × S1 on an empty database
  *
- * agentmon runs as a user runs it (`node bin/agentmon.js serve`, a file database in a fresh
+ * agentmon runs as a user runs it (`npm start`'s command, a file database in a fresh
  * temporary folder). The load generator is autocannon, in this process. Results go to stdout as a
  * table and to bench.json.
  */
@@ -27,7 +27,7 @@ import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
-import { batchBody, ingest, openSessions, ROOT, type Server, startAgentmon } from "./load.ts";
+import { batchBody, ingest, openSessions, ROOT, type Server, START_ARGS, startAgentmon } from "./load.ts";
 
 const { values } = parseArgs({ options: { quick: { type: "boolean", default: false } } });
 const quick = values.quick;
@@ -211,7 +211,7 @@ try {
     floorStarts.push(await coldStart(["scripts/bench/floor.mjs"], process.env, "{}", {}));
     agentmonStarts.push(
       await coldStart(
-        ["bin/agentmon.js", "serve"],
+        START_ARGS,
         agentmonEnv({ AGENTMON_DB: ":memory:", AGENTMON_API_KEY: key }),
         JSON.stringify({ session: { id: randomUUID() } }),
         { "x-agentmon-api-key": key },

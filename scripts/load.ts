@@ -1,5 +1,5 @@
 /**
- * What the load scripts share: agentmon started as a user starts it (`node bin/agentmon.js serve`
+ * What the load scripts share: agentmon started as a user starts it (`npm start`'s command
  * on a file database in a fresh temporary folder), sessions to send to, realistic event batches
  * with unique ids, autocannon runs, and the server's resident memory.
  */
@@ -11,6 +11,11 @@ import { join } from "node:path";
 import autocannon from "autocannon";
 
 export const ROOT = new URL("..", import.meta.url).pathname;
+
+/** The arguments `npm start` gives node (its node flags, then bin/agentmon.js serve). */
+export const START_ARGS: string[] = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"))
+  .scripts.start.split(" ")
+  .slice(1);
 
 export interface Server {
   url: string;
@@ -27,7 +32,7 @@ export async function startAgentmon(env: Record<string, string> = {}): Promise<S
   const dir = mkdtempSync(join(tmpdir(), "agentmon-load-"));
   const key = env.AGENTMON_API_KEY ?? randomUUID();
   const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(AGENTMON_|PORT$)/.test(name)));
-  const child = spawn(process.execPath, ["bin/agentmon.js", "serve"], {
+  const child = spawn(process.execPath, START_ARGS, {
     cwd: ROOT,
     env: {
       ...clean,

@@ -2,7 +2,9 @@
  * The `agentmon` command: `keys create|list|revoke` and configuration, called in-process through
  * main(); then `serve` as a real process on a real port.
  */
+import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import t, { type Test } from "tap";
 import { openDb, sqliteStore } from "../db/sqlite.ts";
@@ -570,4 +572,28 @@ t.test("serve: a short AGENTMON_JWT_SECRET is used, with a warning", async (t) =
     ),
   );
   t.equal(res.code, 1, "(the port is taken here, so it stops after warning)");
+});
+
+t.test("npm start and the agentmon bin's first line give node the same flags", async (t) => {
+  const root = new URL("../", import.meta.url);
+  const start: string = JSON.parse(readFileSync(new URL("package.json", root), "utf8")).scripts.start;
+  const shebang = readFileSync(new URL("bin/agentmon.js", root), "utf8").split("\n")[0] ?? "";
+  const startFlags = start.split(" ").filter((word) => word.startsWith("--"));
+  t.match(start, /^node (--\S+ )*bin\/agentmon\.js serve$/);
+  t.equal(shebang, `#!/usr/bin/env -S node ${startFlags.join(" ")}`.trimEnd());
+  t.ok(startFlags.includes("--max-semi-space-size=8"), "the young generation is capped (S5)");
+
+  // The bin runs directly, through its first line, as npx runs it.
+  const res = await new Promise<{ code: number | null; out: string }>((resolve) => {
+    const child = spawn(new URL("bin/agentmon.js", root).pathname, ["help"], { stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    child.stdout.on("data", (chunk) => {
+      out += chunk;
+    });
+    child.stderr.on("data", (chunk) => {
+      out += chunk;
+    });
+    child.on("exit", (code) => resolve({ code, out }));
+  });
+  t.match(res.out, /agentmon serve/, "it starts and answers with its usage");
 });
