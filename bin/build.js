@@ -1,9 +1,10 @@
-// Bundles agentmon into dist/agentmon.mjs (and its storage thread into dist/store-worker.mjs) with esbuild, so that `agentmon` starts without a
-// TypeScript loader and without resolving hundreds of package files one by one (issue 3, S4:
-// both cost more than a whole bare Fastify start). Everything is bundled but better-sqlite3 (a
-// native addon) and the OpenAPI meta-schema validator (see shims/). The parsed openapi.yaml is
-// written beside it (lib/spec.ts). `npm install` builds it (the `prepare` script) and
-// bin/agentmon.js rebuilds it whenever one of its inputs is newer.
+// Bundles agentmon into dist/agentmon.mjs, and its storage thread (db/thread.ts) into
+// dist/store-worker.mjs, with esbuild, so that `agentmon` starts without a TypeScript loader and
+// without resolving hundreds of package files one by one (issue 3, S4: both cost more than a
+// whole bare Fastify start). Everything is bundled but better-sqlite3 (a native addon), yaml
+// (needed only when the parsed spec below is stale) and the OpenAPI meta-schema validator (see
+// shims/). The parsed openapi.yaml is written beside it (lib/spec.ts). `npm install` builds it
+// (the `prepare` script) and bin/agentmon.js rebuilds it whenever one of its inputs is newer.
 import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 
@@ -35,7 +36,8 @@ export async function build() {
     platform: "node",
     format: "esm",
     target: "node20",
-    external: ["better-sqlite3"],
+    // better-sqlite3 is a native addon; yaml is loaded only when dist/openapi.json is stale.
+    external: ["better-sqlite3", "yaml"],
     outdir: new URL("dist/", ROOT).pathname,
     outExtension: { ".js": ".mjs" },
     sourcemap: "linked",
