@@ -17,7 +17,7 @@ import Fastify, {
   LogController,
 } from "fastify";
 import openapiGlue from "fastify-openapi-glue";
-import type { Store } from "./db/store.ts";
+import { KEY_REVOKED, type Store } from "./db/store.ts";
 import {
   ApiError,
   internalError,
@@ -32,7 +32,7 @@ import {
   unsupportedMediaType,
 } from "./handlers/errors.ts";
 import { createHandlers } from "./handlers/index.ts";
-import { FailureLimiter, hashApiKey, isApiKeyShape, signJwt, verifyJwt } from "./lib/auth.ts";
+import { type Claims, FailureLimiter, hashApiKey, isApiKeyShape, signJwt, verifyJwt } from "./lib/auth.ts";
 import { decodeBody } from "./lib/body.ts";
 import { parseJsonBody } from "./lib/json.ts";
 import { checkParameters } from "./lib/parameters.ts";
@@ -110,6 +110,7 @@ function toApiError(err: unknown, bodyLimit: number): ApiError {
   if (err instanceof ApiError) return err;
   const e = err as { code?: string; statusCode?: number; validation?: AjvError[]; message?: string };
   if (e.validation) return invalidRequest(detailsFromAjv(e.validation));
+  if (e.code === KEY_REVOKED) return invalidJwt();
   const fault = storageFault(err);
   if (fault) return storageUnavailable(fault);
   switch (e.code) {
@@ -324,14 +325,28 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     req.apiKey = key;
   }
 
+  /**
+   * A JWT's signature and lifetime are checked here, before the body is read. Its API key is
+   * checked where it cannot go stale (4.3): every JWT operation writes, and the store checks the
+   * key inside the write's own transaction (KeyRevoked: 401, nothing stored); any other answer
+   * checks it first (the error handler), so a revoked key's 401 still comes before all else (G3).
+   */
   async function checkJwt(req: FastifyRequest) {
     const match = /^Bearer +([^ ]+) *$/i.exec(req.headers.authorization ?? "");
     const claims = match?.[1] ? verifyJwt(match[1], jwtSecret, Math.floor(now() / 1000)) : undefined;
     if (!claims) throw invalidJwt();
-    const key = await store.apiKeyById(claims.key_id);
-    if (!key || key.revoked_at !== null || key.project_id !== claims.project_id) throw invalidJwt();
-    throttle(key.id);
     req.claims = claims;
+    throttle(claims.key_id);
+  }
+
+  /** False when the key a JWT was issued through is revoked or gone; true when it cannot be read. */
+  async function keyIsLive(claims: Claims) {
+    try {
+      const key = await store.apiKeyById(claims.key_id);
+      return key !== undefined && key.revoked_at === null && key.project_id === claims.project_id;
+    } catch {
+      return true; // the storage fault is answered instead
+    }
   }
 
   app.addHook("onRoute", (route) => {
@@ -411,8 +426,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     });
   }
 
-  app.setErrorHandler((err, req, reply) => {
-    const error = toApiError(err, bodyLimit);
+  app.setErrorHandler(async (err, req, reply) => {
+    let error = toApiError(err, bodyLimit);
+    if (req.claims && error.statusCode !== 401 && error.statusCode < 500 && !(await keyIsLive(req.claims))) {
+      error = invalidJwt();
+    }
     if (error.statusCode === 500 || error.statusCode === 503) req.log.error({ err }, "request failed");
     reply.code(error.statusCode).headers(error.headers).send(error.body);
   });

@@ -22,6 +22,7 @@ import {
   type EventPatcher,
   type EventRecord,
   type JsonObject,
+  KeyRevoked,
   type Kind,
   type NewSession,
   type Page,
@@ -292,12 +293,13 @@ export interface SqliteStore extends Store {
   /** Group transactions committed since the store was made: lets tests see calls coalesce. */
   readonly commits: number;
   /** insertEvents with the rows already built (`eventRow`), e.g. by another thread. */
-  insertEventRows(projectId: string, sessionId: string, rows: EventRow[]): Promise<boolean>;
+  insertEventRows(projectId: string, sessionId: string, rows: EventRow[], keyId?: string): Promise<boolean>;
   /** updateEvents with another patcher than the store's own (tests use it to make a patch fail). */
   updateEvents(
     projectId: string,
     sessionId: string,
     patches: EventPatch[],
+    keyId?: string,
     apply?: EventPatcher<EventPatch>,
   ): Promise<UpdateEventsResult<EventPatch>>;
 }
@@ -642,6 +644,36 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
     return true;
   };
 
+  /**
+   * An API key by id. Every JWT write checks its key (4.3: a revoked key's JWTs fail at once).
+   * The answer is kept until the database changes: data_version moves whenever another
+   * connection (an `agentmon keys revoke` in another process) commits, and this connection's
+   * own key writes clear the cache themselves.
+   */
+  function keyById(id: string) {
+    const version = q.dataVersion.get() as number;
+    if (version !== keys.version) {
+      keys.byId.clear();
+      keys.version = version;
+    }
+    if (!keys.byId.has(id)) {
+      if (keys.byId.size >= 10_000) keys.byId.clear();
+      keys.byId.set(id, q.keyById.get(id));
+    }
+    return keys.byId.get(id);
+  }
+
+  /** Runs a JWT's write only while the key it was issued through is live (inside its transaction). */
+  const guarded =
+    <T>(projectId: string, keyId: string | undefined, run: () => T) =>
+    (): T => {
+      if (keyId !== undefined) {
+        const key = keyById(keyId);
+        if (!key || key.revoked_at !== null || key.project_id !== projectId) throw new KeyRevoked();
+      }
+      return run();
+    };
+
   // ---------------------------------------------------------------- group commit
   // Every write call is queued; the first one schedules a flush (setImmediate, so that the calls
   // of every request handled in this turn of the event loop join it). A flush runs a group of
@@ -759,20 +791,7 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
       return q.keyByHash.get(hash);
     },
     async apiKeyById(id) {
-      // Every JWT call looks its key up (4.3: a revoked key's JWTs fail at once). The answer is
-      // kept until the database changes: data_version moves whenever another connection (an
-      // `agentmon keys revoke` in another process) commits, and this connection's own key
-      // writes clear the cache themselves.
-      const version = q.dataVersion.get() as number;
-      if (version !== keys.version) {
-        keys.byId.clear();
-        keys.version = version;
-      }
-      if (!keys.byId.has(id)) {
-        if (keys.byId.size >= 10_000) keys.byId.clear();
-        keys.byId.set(id, q.keyById.get(id));
-      }
-      return keys.byId.get(id);
+      return keyById(id);
     },
     async listApiKeys() {
       return q.keyList.all();
@@ -788,8 +807,11 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
       const row = q.sessionGet.get(id);
       return row && sessionRecord(row);
     },
-    updateSession(projectId, id, changes) {
-      return write(1, () => updateSession(projectId, id, changes));
+    updateSession(projectId, id, changes, keyId) {
+      return write(
+        1,
+        guarded(projectId, keyId, () => updateSession(projectId, id, changes)),
+      );
     },
     async tokenCost(sessionId) {
       const row = q.sessionPk.get(sessionId);
@@ -807,21 +829,33 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
     deleteSession(projectId, sessionId) {
       return write(1, () => deleteSession(projectId, sessionId));
     },
-    insertEvents(projectId, sessionId, events) {
+    insertEvents(projectId, sessionId, events, keyId) {
       const rows = events.map(eventRow);
-      return write(rows.length, () => insertEventRows(projectId, sessionId, rows));
+      return write(
+        rows.length,
+        guarded(projectId, keyId, () => insertEventRows(projectId, sessionId, rows)),
+      );
     },
-    insertEventRows(projectId, sessionId, rows) {
-      return write(rows.length, () => insertEventRows(projectId, sessionId, rows));
+    insertEventRows(projectId, sessionId, rows, keyId) {
+      return write(
+        rows.length,
+        guarded(projectId, keyId, () => insertEventRows(projectId, sessionId, rows)),
+      );
     },
-    updateEvents(projectId, sessionId, patches, apply = patcher) {
-      return write(patches.length, () => updateEvents(projectId, sessionId, patches, apply));
+    updateEvents(projectId, sessionId, patches, keyId, apply = patcher) {
+      return write(
+        patches.length,
+        guarded(projectId, keyId, () => updateEvents(projectId, sessionId, patches, apply)),
+      );
     },
     async listEvents(sessionId) {
       return q.eventList.all(sessionId).map(eventRecord);
     },
-    upsertAgent(projectId, sessionId, agent) {
-      return write(1, () => upsertAgent(projectId, sessionId, agent));
+    upsertAgent(projectId, sessionId, agent, keyId) {
+      return write(
+        1,
+        guarded(projectId, keyId, () => upsertAgent(projectId, sessionId, agent)),
+      );
     },
     async listAgents(sessionId) {
       return q.agentList.all(sessionId).map(agentRecord);

@@ -140,6 +140,17 @@ export type UpdateEventsResult<P> =
   | { status: "unknown"; unknown: { index: number; id: string; patch: P }[] }
   | { status: "no-session" };
 
+/** The code of `KeyRevoked`, which crosses threads (db/thread.ts) with it. */
+export const KEY_REVOKED = "AGENTMON_KEY_REVOKED";
+
+/** Thrown by a JWT's write when the API key the token was issued through is revoked or gone. */
+export class KeyRevoked extends Error {
+  readonly code = KEY_REVOKED;
+  constructor() {
+    super("the API key this JWT was issued through is revoked");
+  }
+}
+
 /** Thrown by Store.ping when the database is not at the schema version this code needs. */
 export class SchemaMismatch extends Error {
   constructor(
@@ -163,8 +174,19 @@ export interface Store {
   /** Creates the session unless its id exists; says who owns it now. */
   createSession(projectId: string, session: NewSession): Promise<{ created: boolean; projectId: string }>;
   getSession(id: string): Promise<SessionRecord | undefined>;
-  /** Undefined when the session does not exist in that project. */
-  updateSession(projectId: string, id: string, changes: SessionChanges): Promise<SessionRecord | undefined>;
+  /**
+   * Undefined when the session does not exist in that project.
+   *
+   * The four writes a JWT makes (updateSession, insertEvents, updateEvents, upsertAgent) take the
+   * id of the API key the token was issued through: the write then fails with `KeyRevoked`, and
+   * stores nothing, if that key is revoked (or gone) when it runs, whoever revoked it (4.3).
+   */
+  updateSession(
+    projectId: string,
+    id: string,
+    changes: SessionChanges,
+    keyId?: string,
+  ): Promise<SessionRecord | undefined>;
   /** The sum of the `cost` of the session's llm events (the same sum as `sessionTotals(...).cost`). */
   tokenCost(sessionId: string): Promise<number>;
 
@@ -200,16 +222,21 @@ export interface Store {
   deleteSession(projectId: string, sessionId: string): Promise<boolean>;
 
   /** Stores the events not already stored under their id; false when the session is not in the project. */
-  insertEvents(projectId: string, sessionId: string, events: EventRecord[]): Promise<boolean>;
+  insertEvents(projectId: string, sessionId: string, events: EventRecord[], keyId?: string): Promise<boolean>;
   /**
    * Applies update_events entries in one transaction, each with lib/records.ts patchEvent, and
    * re-prices a table cost with the store's price table; all or nothing.
    */
-  updateEvents(projectId: string, sessionId: string, patches: EventPatch[]): Promise<UpdateEventsResult<EventPatch>>;
+  updateEvents(
+    projectId: string,
+    sessionId: string,
+    patches: EventPatch[],
+    keyId?: string,
+  ): Promise<UpdateEventsResult<EventPatch>>;
   listEvents(sessionId: string): Promise<EventRecord[]>;
 
   /** Inserts the agent or updates its name and extras; false when the session is not in the project. */
-  upsertAgent(projectId: string, sessionId: string, agent: AgentRecord): Promise<boolean>;
+  upsertAgent(projectId: string, sessionId: string, agent: AgentRecord, keyId?: string): Promise<boolean>;
   listAgents(sessionId: string): Promise<AgentRecord[]>;
 
   /**

@@ -174,8 +174,8 @@ export async function openThreadedStore(options: StoreThreadData): Promise<Threa
     listEventsPage: forward("listEventsPage"),
     deleteSession: forward("deleteSession"),
     // The rows' JSON is built here, on the main thread, so that the storage thread only writes.
-    insertEvents: (projectId, sessionId, events) =>
-      call("insertEventRows", [projectId, sessionId, events.map(eventRow)], events.length) as Promise<boolean>,
+    insertEvents: (projectId, sessionId, events, keyId) =>
+      call("insertEventRows", [projectId, sessionId, events.map(eventRow), keyId], events.length) as Promise<boolean>,
     updateEvents: forward("updateEvents"),
     listEvents: forward("listEvents"),
     upsertAgent: forward("upsertAgent"),

@@ -13,7 +13,7 @@ export const createAgent =
     const body = req.body;
     refuseForeignSession(claims, [{ session_id: body.session_id ?? undefined }]);
     const agent = { id: body.id, name: body.name ?? null, extra: unknownFields(body, AGENT_FIELDS) };
-    if (!(await deps.store.upsertAgent(claims.project_id, claims.session_id, agent))) {
+    if (!(await deps.store.upsertAgent(claims.project_id, claims.session_id, agent, claims.key_id))) {
       throw sessionNotFound(claims.session_id);
     }
     return { status: "success" as const, agent_id: body.id };

@@ -47,7 +47,8 @@ function storeEvents(deps: Deps, claims: Claims, events: JsonObject[]) {
       priceEvent(newEvent(inputs[index] as EventInput & { type: EventRecord["type"] }, id, received), deps.prices),
     );
   }
-  return { ids, stored: deps.store.insertEvents(claims.project_id, claims.session_id, [...unique.values()]) };
+  const stored = deps.store.insertEvents(claims.project_id, claims.session_id, [...unique.values()], claims.key_id);
+  return { ids, stored };
 }
 
 export const createEvents =

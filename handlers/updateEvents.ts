@@ -19,7 +19,7 @@ export const updateEvents =
     refuseForeignSession(claims, patches);
 
     // The store re-prices a table cost when model, tokens or time change; a client's cost stands.
-    const result = await deps.store.updateEvents(claims.project_id, claims.session_id, patches);
+    const result = await deps.store.updateEvents(claims.project_id, claims.session_id, patches, claims.key_id);
     if (result.status === "no-session") throw sessionNotFound(claims.session_id);
     if (result.status === "unknown") {
       const ids = [...new Set(result.unknown.map(({ id }) => id))];

@@ -11,7 +11,7 @@ export const updateSession =
     const { id, changes } = readSession(req.body.session, "session", errors);
     if (errors.length > 0) throw invalidRequest(errors);
     if (id !== undefined && id !== claims.session_id) throw forbidden(claims.session_id, id);
-    const session = await deps.store.updateSession(claims.project_id, claims.session_id, changes);
+    const session = await deps.store.updateSession(claims.project_id, claims.session_id, changes, claims.key_id);
     if (!session) throw sessionNotFound(claims.session_id);
     return {
       status: "success" as const,

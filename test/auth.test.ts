@@ -10,12 +10,14 @@ import type { LightMyRequestResponse } from "fastify";
 import t, { type Test } from "tap";
 import { openDb } from "../db/sqlite.ts";
 import type { ApiKeyRecord, Store } from "../db/store.ts";
+import { openThreadedStore } from "../db/thread.ts";
 import { hashApiKey, keyPrefix } from "../lib/auth.ts";
 import {
   API_KEY,
   build,
   decodeJwt,
   type ErrorBody,
+  eventIds,
   INVALID_API_KEY,
   INVALID_JWT,
   JWT_SECRET,
@@ -353,6 +355,41 @@ t.test("4.3 API keys: UUIDs, stored only as hashes, revocable at once", async (t
     is401(t, await app.withKey("/v2/create_session", { session: { id: "s2" } }), INVALID_API_KEY, "revoked key");
     await everyJwtRoute(t, app, bearer(jwt), "JWT of the revoked key");
   });
+
+  for (const storage of ["in-thread", "storage thread"] as const) {
+    t.test(`4.3 + G3 (${storage}): after a revoke by another process, every answer is the 401`, async (t) => {
+      const dbPath = tempDb(t);
+      const app = await build(
+        t,
+        storage === "storage thread" ? { store: await openThreadedStore({ path: dbPath }) } : { dbPath },
+      );
+      const jwt = await app.session("s1");
+      t.equal(
+        (await app.withJwt("/v2/create_events", { events: [{ id: "before", type: "llm" }] }, jwt)).statusCode,
+        200,
+      );
+      const db = openDb(dbPath);
+      db.prepare("UPDATE api_keys SET revoked_at = ? WHERE key_hash = ?").run(
+        new Date().toISOString(),
+        hashApiKey(API_KEY),
+      );
+      db.close();
+      const bad: [string, unknown, string][] = [
+        ["/v2/create_events", { events: [{ id: "x", type: "nope" }] }, "a body that breaks the schema (400)"],
+        [
+          "/v2/create_events",
+          { events: [{ id: "x", type: "llm", session_id: "other" }] },
+          "another session's event (403)",
+        ],
+        ["/v2/update_events", { events: [{ event_id: "unknown", model: "m" }] }, "an unknown event (404)"],
+        ["/v2/update_session", { session: { end_state: "bogus" } }, "a bad end_state (400)"],
+        ["/v2/create_events", { events: [{ id: "after", type: "llm" }] }, "a valid body"],
+        ["/v2/create_agent", { id: "a1", name: "agent" }, "a valid agent"],
+      ];
+      for (const [url, body, what] of bad) is401(t, await app.withJwt(url, body, jwt), INVALID_JWT, what);
+      t.same(await eventIds(app.store, "s1"), ["before"], "nothing was stored after the revoke");
+    });
+  }
 
   t.test("4.3 revoking one key of a project leaves the JWTs of its other keys working", async (t) => {
     const app = await build(t);

@@ -23,7 +23,7 @@ import {
   sqliteStore,
 } from "../../db/sqlite.ts";
 import type { EventRecord, NewSession } from "../../db/store.ts";
-import { patchEvent, readEvent } from "../../lib/records.ts";
+import { readEvent } from "../../lib/records.ts";
 import { ConfigError, loadConfig, main } from "../../server.ts";
 import { tempDir } from "../helper.ts";
 
@@ -154,7 +154,7 @@ t.test("203 concurrent write calls of every kind are one transaction, settled on
   }
   track(
     "patch",
-    store.updateEvents(project, "s0", [patch({ event_id: "old", model: "patched" })], patchEvent),
+    store.updateEvents(project, "s0", [patch({ event_id: "old", model: "patched" })]),
     () => reader.prepare("SELECT model FROM events WHERE id = 'old'").pluck().get() === "patched",
   );
   track("delete", store.deleteSession(project, "doomed"), () => committed.session("doomed") === undefined);
@@ -209,7 +209,7 @@ t.test("a call that fails on its own is undone alone and rejects alone; the othe
   const bad = { ...event("b3"), cost_source: "bogus" } as unknown as EventRecord;
   const b = store.insertEvents(project, "s2", [event("b1"), event("b2"), bad]);
   const bug = new TypeError("a bug in a patch");
-  const c = store.updateEvents(project, "s1", [patch({ event_id: "x", model: "never" })], () => {
+  const c = store.updateEvents(project, "s1", [patch({ event_id: "x", model: "never" })], undefined, () => {
     throw bug;
   });
   const d = store.createSession(project, session("d"));
@@ -234,7 +234,7 @@ t.test("two calls on the same session in one group apply in call order", async (
   const calls = [
     store.createSession(project, session("s")),
     store.insertEvents(project, "s", [event("e1")]),
-    store.updateEvents(project, "s", [patch({ event_id: "e1", model: "second" })], patchEvent),
+    store.updateEvents(project, "s", [patch({ event_id: "e1", model: "second" })]),
     store.updateSession(project, "s", { end_state: "Fail", end_state_reason: "first", extra: { n: 1 } }),
     store.updateSession(project, "s", { end_state: "Success", extra: { m: 2 } }),
     store.upsertAgent(project, "s", { id: "a", name: "first", extra: {} }),

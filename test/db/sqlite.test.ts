@@ -6,7 +6,7 @@ import Database from "better-sqlite3";
 import t from "tap";
 import { migrate, openDb, sqliteStore } from "../../db/sqlite.ts";
 import type { EventRecord, NewSession } from "../../db/store.ts";
-import { patchEvent, readEvent } from "../../lib/records.ts";
+import { readEvent } from "../../lib/records.ts";
 
 const tempDb = () => join(mkdtempSync(join(tmpdir(), "agentmon-db-")), "nested", "agentmon.db");
 
@@ -149,30 +149,23 @@ t.test("updateEvents: all or nothing, unknown ids reported with their index", as
     id: String(raw.event_id),
   });
 
-  const refused = await store.updateEvents(
-    p,
-    "s",
-    [patch({ event_id: "e1", model: "new" }), patch({ event_id: "zz" })],
-    patchEvent,
-  );
+  const refused = await store.updateEvents(p, "s", [
+    patch({ event_id: "e1", model: "new" }),
+    patch({ event_id: "zz" }),
+  ]);
   t.same(refused.status === "unknown" && refused.unknown.map((u) => [u.index, u.id]), [[1, "zz"]]);
   t.equal((await store.listEvents("s")).find((e) => e.id === "e1")?.model, "m", "nothing was applied");
 
-  const done = await store.updateEvents(
-    p,
-    "s",
-    [
-      patch({ event_id: "e1", model: "new" }),
-      patch({ event_id: "e1", completion: "done" }),
-      patch({ event_id: "e2", cost: 2 }),
-    ],
-    patchEvent,
-  );
+  const done = await store.updateEvents(p, "s", [
+    patch({ event_id: "e1", model: "new" }),
+    patch({ event_id: "e1", completion: "done" }),
+    patch({ event_id: "e2", cost: 2 }),
+  ]);
   t.same(done, { status: "updated", updated: 2 }, "distinct events are counted");
   const e1 = (await store.listEvents("s")).find((e) => e.id === "e1");
   t.equal(e1?.model, "new");
   t.same(e1?.fields, { prompt: "hi", completion: "done" }, "entries for the same event apply in order");
-  t.same(await store.updateEvents(p, "missing", [], patchEvent), { status: "no-session" });
+  t.same(await store.updateEvents(p, "missing", []), { status: "no-session" });
   await store.close();
 });
 
