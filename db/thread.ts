@@ -3,8 +3,8 @@
  * thread keeps HTTP, JSON and validation; a worker (db/store-worker.ts) keeps the SQLite
  * connection, so that one core parses requests while the other writes. This module is the main
  * thread's side: a `Store` whose every call is a message. A call settles when the worker answers,
- * and the worker answers a write only once it is committed (G7), as the store in-thread does. API keys are read here, on a read-only
- * connection of this thread's own (keyReader).
+ * and the worker answers a write only once it is committed (G7), as the store in-thread does.
+ * API keys are read here, on a read-only connection of this thread's own (keyReader).
  */
 import { Worker } from "node:worker_threads";
 import Database from "better-sqlite3";
@@ -108,9 +108,9 @@ export async function openThreadedStore(options: StoreThreadData): Promise<Threa
   worker.on("error", (error) => fail(`failed: ${error.message}`));
   worker.on("exit", (code) => fail(closing ? "was stopped" : `stopped unexpectedly (exit code ${code})`));
 
-  // The check of every request's credentials reads here, without a round trip (see keyReader):
-  // a read of a few pages, reloaded after each of the writer's commits, measured as cheap as a
-  // message, and a revoke committed by any process is seen by the next request.
+  // API-key checks read here, without a round trip (see keyReader): a read of a few pages, and a
+  // revoke committed by any process is seen by the next request. (A JWT's key is checked by the
+  // worker, inside its write's transaction: app.ts checkJwt.)
   let reader: Database.Database;
   try {
     reader = new Database(options.path, { readonly: true, fileMustExist: true });
