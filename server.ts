@@ -212,14 +212,19 @@ const console_: Output = {
  * The server's store: a file database on its own thread (db/thread.ts), `:memory:` in this one
  * (it cannot be shared between threads, and a test pipeline's start stays fast).
  */
-async function openServerStore(config: Config): Promise<Store> {
+async function openServerStore(config: Config, onFailure: (error: Error) => void): Promise<Store> {
   try {
     if (config.db === ":memory:" || config.db === "") {
       return sqliteStore(openDb(config.db, { synchronous: config.synchronous }), {
         prices: priceTable(config.prices ?? []),
       });
     }
-    return await openThreadedStore({ path: config.db, synchronous: config.synchronous, prices: config.prices ?? [] });
+    return await openThreadedStore({
+      path: config.db,
+      synchronous: config.synchronous,
+      prices: config.prices ?? [],
+      onFailure,
+    });
   } catch (error) {
     throw new ConfigError(`cannot open the database ${config.db}: ${(error as Error).message}`);
   }
@@ -256,7 +261,10 @@ async function ensureConfiguredKey(store: Store, key: string): Promise<void> {
 }
 
 async function serve(config: Config, io: Output): Promise<number> {
-  const store = await openServerStore(config);
+  // A storage thread that stopped on its own leaves a server that can only answer 503: it exits
+  // (status 1, once the requests in flight are answered) so that its supervisor restarts it.
+  let storageFailed = (_error: Error) => {};
+  const store = await openServerStore(config, (error) => storageFailed(error));
   if (config.jwtSecret !== undefined && config.jwtSecret.length < 32) {
     io.err("agentmon: warning: AGENTMON_JWT_SECRET is shorter than 32 characters; use a longer random secret");
   }
@@ -314,17 +322,21 @@ async function serve(config: Config, io: Output): Promise<number> {
   io.out(`agentmon: listening on ${address} (database ${config.db})`);
 
   let stopping = false;
-  const stop = (signal: string) => {
+  const stop = (signal: string, code = 0) => {
     if (stopping) return;
     stopping = true;
     app.log.info({ signal }, "shutting down: finishing requests in flight");
     app.close().then(
-      () => process.exit(0),
+      () => process.exit(code),
       (error: unknown) => {
         io.err(`agentmon: error while shutting down: ${(error as Error).message}`);
         process.exit(1);
       },
     );
+  };
+  storageFailed = (error) => {
+    io.err(`agentmon: ${error.message}; exiting so that a supervisor can restart it`);
+    stop("storage thread", 1);
   };
   process.once("SIGTERM", () => stop("SIGTERM"));
   process.once("SIGINT", () => stop("SIGINT"));

@@ -53,15 +53,21 @@ function revive(error: WireError): Error {
 }
 
 /** Starts the storage thread on `path` and resolves once its database is open and migrated. */
+export interface ThreadOptions extends StoreThreadData {
+  /** Called once if the worker stops on its own (a crash, not close()), with the error calls get. */
+  onFailure?: (error: Error) => void;
+}
+
 export interface ThreadedStore extends Store {
   /** The worker: tests stop it to see what its death does. */
   readonly thread: Worker;
 }
 
-export async function openThreadedStore(options: StoreThreadData): Promise<ThreadedStore> {
+export async function openThreadedStore(options: ThreadOptions): Promise<ThreadedStore> {
+  const { onFailure, ...data } = options;
   const maxBacklog = options.maxBacklog ?? MAX_BACKLOG_ROWS;
   const settings = {
-    workerData: options,
+    workerData: data,
     // It holds a few calls' rows at a time: a small young generation keeps its memory small.
     resourceLimits: { maxYoungGenerationSizeMb: 8 },
   };
@@ -78,9 +84,11 @@ export async function openThreadedStore(options: StoreThreadData): Promise<Threa
   let failure: Error | undefined;
   let closing = false;
   const fail = (reason: string) => {
+    const first = failure === undefined;
     failure ??= Object.assign(new Error(`the storage thread ${reason}`), { code: THREAD_FAULT });
     for (const { reject } of pending.values()) reject(failure);
     pending.clear();
+    if (first && !closing) onFailure?.(failure);
   };
 
   await new Promise<void>((resolve, reject) => {

@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 fdf62ddec8518b3946fdbd327756e3ef67d98c67dae2ff525a578a5ba4b0ca13. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 40b2ec63f35cdf0c06586813a5d13500e974e4bd894b1021e358a423f3f22d86. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {

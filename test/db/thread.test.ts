@@ -52,10 +52,11 @@ const patch = (raw: Record<string, unknown>) => ({
 
 async function threaded(t: Test, options: { maxBacklog?: number } = {}) {
   const path = join(tempDir(t), "agentmon.db");
-  const store = await openThreadedStore({ path, ...options });
+  const failures: Error[] = [];
+  const store = await openThreadedStore({ path, ...options, onFailure: (error) => failures.push(error) });
   t.teardown(() => store.close());
   const project = (await store.createApiKey("hash", "hhhhhhhh", "p", "2026-11-22T00:00:00Z")).project_id;
-  return { path, store, project };
+  return { path, store, project, failures };
 }
 
 /** Every kind of call, in order, answers collected; project ids are replaced by "P". */
@@ -157,7 +158,7 @@ t.test("O2: rows sent and not yet committed are bounded; past the bound a call f
 });
 
 t.test("when the thread stops, every call fails as a storage fault; key checks still read", async (t) => {
-  const { store, project } = await threaded(t);
+  const { store, project, failures } = await threaded(t);
   const key = await store.createApiKey("hash-2", "prefix-2", "p", "2026-11-22T00:00:00Z");
   await store.createSession(project, session("s"));
   await (store as ThreadedStore).thread.terminate();
@@ -166,10 +167,12 @@ t.test("when the thread stops, every call fails as a storage fault; key checks s
   t.equal(storageFault(failed), "the storage thread stopped");
   await t.rejects(store.getSession("s"), { code: THREAD_FAULT }, "reads too");
   t.equal((await store.apiKeyById(key.id))?.prefix, "prefix-2", "the key check reads on this thread");
+  t.equal(failures.length, 1, "onFailure was called once (the server exits on it)");
+  t.match(failures[0], { code: THREAD_FAULT });
 });
 
 t.test("close runs what was sent before it, then removes the WAL", async (t) => {
-  const { path, store, project } = await threaded(t);
+  const { path, store, project, failures } = await threaded(t);
   await store.createSession(project, session("s"));
   const pending = [
     store.insertEvents(project, "s", events("a", 200)),
@@ -182,6 +185,7 @@ t.test("close runs what was sent before it, then removes the WAL", async (t) => 
   t.equal(reader.prepare("SELECT count(*) FROM events").pluck().get(), 205);
   reader.close();
   await t.rejects(store.getSession("s"), { code: THREAD_FAULT }, "a call after close fails as a storage fault");
+  t.equal(failures.length, 0, "closing is not a failure");
 });
 
 t.test("4.3: a key revoked by another connection fails at the very next lookup", async (t) => {
