@@ -30,7 +30,6 @@ let store: SqliteStore;
 try {
   store = sqliteStore(openDb(data.path, { synchronous: data.synchronous }), {
     prices: priceTable(data.prices),
-    checkpointer: data.checkpointer,
   });
 } catch (error) {
   port.postMessage({ failed: wire(error) });

@@ -19,7 +19,6 @@ export interface StoreThreadData {
   synchronous?: Synchronous;
   /** Overrides of the shipped price table (AGENTMON_PRICES), for update_events' re-pricing. */
   prices?: PriceEntry[];
-  checkpointer?: boolean;
 }
 
 type Method = Exclude<keyof SqliteStore, "commits">;
@@ -52,7 +51,6 @@ function revive(error: WireError): Error {
   return error.code === undefined ? revived : Object.assign(revived, { code: error.code });
 }
 
-/** Starts the storage thread on `path` and resolves once its database is open and migrated. */
 export interface ThreadOptions extends StoreThreadData {
   /** Called once if the worker stops on its own (a crash, not close()), with the error calls get. */
   onFailure?: (error: Error) => void;
@@ -63,6 +61,7 @@ export interface ThreadedStore extends Store {
   readonly thread: Worker;
 }
 
+/** Starts the storage thread on `path` and resolves once its database is open and migrated. */
 export async function openThreadedStore(options: ThreadOptions): Promise<ThreadedStore> {
   const { onFailure, ...data } = options;
   const maxBacklog = options.maxBacklog ?? MAX_BACKLOG_ROWS;
@@ -80,7 +79,12 @@ export async function openThreadedStore(options: ThreadOptions): Promise<Threade
         { ...settings, eval: true },
       )
     : new Worker(WORKER, settings);
-  const pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
+  /** Calls sent and not yet answered, with the rows each holds (the backlog, below). */
+  const pending = new Map<
+    number,
+    { rows: number; resolve: (value: unknown) => void; reject: (error: Error) => void }
+  >();
+  let backlog = 0;
   let failure: Error | undefined;
   let closing = false;
   const fail = (reason: string) => {
@@ -88,6 +92,7 @@ export async function openThreadedStore(options: ThreadOptions): Promise<Threade
     failure ??= Object.assign(new Error(`the storage thread ${reason}`), { code: THREAD_FAULT });
     for (const { reject } of pending.values()) reject(failure);
     pending.clear();
+    backlog = 0;
     if (first && !closing) onFailure?.(failure);
   };
 
@@ -108,9 +113,11 @@ export async function openThreadedStore(options: ThreadOptions): Promise<Threade
   worker.on("message", (replies: Reply[]) => {
     for (const [id, ok, value] of replies) {
       const call = pending.get(id);
+      if (call === undefined) continue;
       pending.delete(id);
-      if (ok) call?.resolve(value);
-      else call?.reject(revive(value));
+      backlog -= call.rows;
+      if (ok) call.resolve(value);
+      else call.reject(revive(value));
     }
   });
   worker.on("error", (error) => fail(`failed: ${error.message}`));
@@ -135,7 +142,6 @@ export async function openThreadedStore(options: ThreadOptions): Promise<Threade
   // rows sent and not yet answered are bounded (O2): past the bound a call fails at once, with
   // nothing stored, instead of queueing without end while the disk cannot keep up.
   let nextId = 0;
-  let backlog = 0;
   const call = (method: Method, args: unknown[], rows = 1) =>
     new Promise<unknown>((resolve, reject) => {
       if (failure !== undefined) return reject(failure);
@@ -144,19 +150,7 @@ export async function openThreadedStore(options: ThreadOptions): Promise<Threade
       }
       const id = nextId++;
       backlog += rows;
-      const settle = () => {
-        backlog -= rows;
-      };
-      pending.set(id, {
-        resolve: (value) => {
-          settle();
-          resolve(value);
-        },
-        reject: (error) => {
-          settle();
-          reject(error);
-        },
-      });
+      pending.set(id, { rows, resolve, reject });
       worker.postMessage([id, method, args] satisfies Call);
     });
   const forward =
