@@ -22,6 +22,7 @@ import {
   INVALID_JWT,
   JWT_SECRET,
   OTHER_PROJECT_KEY,
+  rawPost,
   type TestApp,
   tempDir,
   UNKNOWN_KEY,
@@ -387,9 +388,29 @@ t.test("4.3 API keys: UUIDs, stored only as hashes, revocable at once", async (t
         ["/v2/create_agent", { id: "a1", name: "agent" }, "a valid agent"],
       ];
       for (const [url, body, what] of bad) is401(t, await app.withJwt(url, body, jwt), INVALID_JWT, what);
+      const notJson = await rawPost(app, "/v2/create_events", "events", {
+        "content-type": "text/plain",
+        authorization: `Bearer ${jwt}`,
+      });
+      is401(t, notJson, INVALID_JWT, "a body that is not JSON (415)");
       t.same(await eventIds(app.store, "s1"), ["before"], "nothing was stored after the revoke");
     });
   }
+
+  t.test("4.3 + G3: a revoked key's JWT past its rate limit gets the 401, not the 429", async (t) => {
+    const dbPath = tempDb(t);
+    const app = await build(t, { dbPath, rateLimit: 2 });
+    const jwt = await app.session("s1"); // one request of the key's two
+    t.equal((await app.withJwt("/v2/create_agent", { id: "a1" }, jwt)).statusCode, 200);
+    t.equal((await app.withJwt("/v2/create_agent", { id: "a1" }, jwt)).statusCode, 429, "the limit holds");
+    const db = openDb(dbPath);
+    db.prepare("UPDATE api_keys SET revoked_at = ? WHERE key_hash = ?").run(
+      new Date().toISOString(),
+      hashApiKey(API_KEY),
+    );
+    db.close();
+    is401(t, await app.withJwt("/v2/create_agent", { id: "a2" }, jwt), INVALID_JWT, "revoked and throttled");
+  });
 
   t.test("4.3 revoking one key of a project leaves the JWTs of its other keys working", async (t) => {
     const app = await build(t);
