@@ -4,11 +4,13 @@
  */
 import { parseArgs } from "node:util";
 import { buildApp, MIB } from "./app.ts";
-import { openDb, SYNCHRONOUS, type Synchronous, sqliteStore } from "./db/sqlite.ts";
-import type { ApiKeyRecord, Store } from "./db/store.ts";
-import { openThreadedStore } from "./db/thread.ts";
-import { hashApiKey, isApiKeyShape, keyPrefix, newSecret } from "./lib/auth.ts";
-import { type PriceEntry, priceTable, readPrices } from "./lib/prices.ts";
+import { openDb, SYNCHRONOUS, type Synchronous } from "./db/sqlite/open.ts";
+import { sqliteStore } from "./db/sqlite/store.ts";
+import { openThreadedStore } from "./db/sqlite/thread.ts";
+import type { Store } from "./db/store.ts";
+import { hashApiKey, isApiKeyShape, keyPrefix, newSecret } from "./domain/keys.ts";
+import { type PriceEntry, priceTable, readPrices } from "./domain/prices.ts";
+import type { ApiKeyRecord } from "./domain/types.ts";
 
 export const DEFAULT_PROJECT = "default";
 

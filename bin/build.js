@@ -29,7 +29,7 @@ export async function build() {
     // The server, and the storage thread's worker (db/thread.ts), which must be a file of its own.
     entryPoints: {
       agentmon: new URL("server.ts", ROOT).pathname,
-      "store-worker": new URL("db/store-worker.ts", ROOT).pathname,
+      "store-worker": new URL("db/sqlite/thread-worker.ts", ROOT).pathname,
     },
     absWorkingDir: new URL(".", ROOT).pathname,
     bundle: true,

@@ -1,5 +1,5 @@
-import type { JsonObject } from "../db/store.ts";
-import { openSession } from "./createSession.ts";
+import type { JsonObject } from "../domain/types.ts";
+import { openSession } from "../services/sessions.ts";
 import { apiKeyOf, type Deps, type Handler } from "./types.ts";
 
 const isObject = (value: unknown): value is JsonObject =>
@@ -12,7 +12,8 @@ export const createSessionUnversioned =
     const body = req.body;
     // null means "not given" (G5), so `"id": null` beside a session object still means wrapped.
     const wrapped = isObject(body.session) && body.id == null && body.session_id == null;
-    return wrapped
-      ? openSession(deps, apiKeyOf(req), body.session as JsonObject, "session")
-      : openSession(deps, apiKeyOf(req), body, "");
+    const opened = wrapped
+      ? await openSession(deps, apiKeyOf(req), body.session as JsonObject, "session")
+      : await openSession(deps, apiKeyOf(req), body, "");
+    return { status: "success" as const, ...opened };
   };

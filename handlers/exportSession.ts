@@ -1,5 +1,5 @@
-import { readEventView, sessionDocument } from "../lib/records.ts";
-import { sessionNotFound } from "./errors.ts";
+import { readEventView, sessionDocument } from "../domain/views.ts";
+import { readSession } from "../services/reads.ts";
 import { apiKeyOf, type Deps, type Handler } from "./types.ts";
 
 /** The whole session in one document, read in one transaction so that stats and events agree. */
@@ -7,8 +7,7 @@ export const exportSession =
   (deps: Deps): Handler<"exportSession"> =>
   async (req) => {
     const id = req.params.session_id;
-    const found = await deps.store.readSession(apiKeyOf(req).project_id, id, { agents: true, events: true });
-    if (!found) throw sessionNotFound(id);
+    const found = await readSession(deps.store, apiKeyOf(req).project_id, id, { agents: true, events: true });
     return {
       status: "success" as const,
       ...sessionDocument(found),

@@ -1,13 +1,12 @@
-import { statsView } from "../lib/records.ts";
-import { sessionNotFound } from "./errors.ts";
+import { statsView } from "../domain/views.ts";
+import { readSession } from "../services/reads.ts";
 import { apiKeyOf, type Deps, type Handler } from "./types.ts";
 
 /** A session's totals (the figures AgentOps' /v2/sessions/{id}/stats gives). */
 export const getSessionStats =
   (deps: Deps): Handler<"getSessionStats"> =>
   async (req) => {
-    const id = req.params.session_id;
-    const found = await deps.store.readSession(apiKeyOf(req).project_id, id, { agents: false, events: false });
-    if (!found) throw sessionNotFound(id);
+    const parts = { agents: false, events: false };
+    const found = await readSession(deps.store, apiKeyOf(req).project_id, req.params.session_id, parts);
     return { status: "success" as const, stats: statsView(found.session, found.totals) };
   };

@@ -1,5 +1,5 @@
+import { notFound } from "../domain/errors.ts";
 import { ASSETS, sendUiFile, uiFiles } from "../ui/assets.ts";
-import { notFound } from "./errors.ts";
 import type { Deps, Handler } from "./types.ts";
 
 const served: ReadonlySet<string> = new Set(ASSETS);

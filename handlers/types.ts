@@ -10,11 +10,10 @@ import type {
   RawServerDefault,
   RouteHandlerMethod,
 } from "fastify";
-import type { ApiKeyRecord, Store } from "../db/store.ts";
+import { internalError } from "../domain/errors.ts";
+import type { ApiKeyRecord, Claims } from "../domain/types.ts";
 import type { operations } from "../generated/api.ts";
-import type { Claims } from "../lib/auth.ts";
-import type { PriceTable } from "../lib/prices.ts";
-import { internalError } from "./errors.ts";
+import type { Context } from "../services/context.ts";
 
 type Op<K extends keyof operations> = operations[K];
 type Content<C> = C extends { content: { "application/json": infer B } }
@@ -49,30 +48,21 @@ export type Handler<K extends OperationId> = RouteHandlerMethod<
 
 export type Handlers = { [K in OperationId]: Handler<K> };
 
-/** What handlers are built from: storage, the token issuer, settings and the clock. */
-export interface Deps {
-  store: Store;
-  /** Issues a JWT for a session (contract 4.4). */
-  issueJwt(claims: { session_id: string; project_id: string; key_id: string }): string;
-  /** Base of session_url, without a trailing slash. */
-  publicUrl(): string;
+/** What handlers are built from: the services' context, and what the server says of itself. */
+export interface Deps extends Context {
   /** The bytes of openapi.yaml, served by getOpenapiSpec. */
   specText: string;
-  /** Milliseconds since the epoch. */
-  now(): number;
   /** When the app was built, in milliseconds since the epoch. */
   startedAt: number;
   /** Why the server is refusing new work right now (O2), or undefined when it is not. */
   pressure(): string | undefined;
-  /** Prices llm events sent without a cost (lib/prices.ts). */
-  prices: PriceTable;
 }
 
 declare module "fastify" {
   interface FastifyRequest {
-    /** Set by the API-key check of operations secured by an API key. */
+    /** Set by the API-key check of operations secured by an API key (http/auth.ts). */
     apiKey?: ApiKeyRecord;
-    /** Set by the JWT check of operations secured by a bearer token. */
+    /** Set by the JWT check of operations secured by a bearer token (http/auth.ts). */
     claims?: Claims;
   }
 }
@@ -86,5 +76,3 @@ export function claimsOf(req: FastifyRequest): Claims {
   if (!req.claims) throw internalError();
   return req.claims;
 }
-
-export const sessionUrl = (deps: Deps, id: string) => `${deps.publicUrl()}/sessions/${encodeURIComponent(id)}`;

@@ -23,8 +23,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
-import { openDb, sqliteStore } from "../db/sqlite.ts";
-import { hashApiKey, keyPrefix } from "../lib/auth.ts";
+import { openDb } from "../db/sqlite/open.ts";
+import { sqliteStore } from "../db/sqlite/store.ts";
+import { hashApiKey, keyPrefix } from "../domain/keys.ts";
 
 const quick = process.argv.includes("--quick");
 const SESSIONS = quick ? 100_000 : 1_000_000;

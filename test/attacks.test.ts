@@ -15,8 +15,9 @@ import { promisify } from "node:util";
 import type { LightMyRequestResponse } from "fastify";
 import t, { type Test } from "tap";
 import type { AppOptions } from "../app.ts";
-import { openDb, sqliteStore } from "../db/sqlite.ts";
-import { hashApiKey, keyPrefix } from "../lib/auth.ts";
+import { openDb } from "../db/sqlite/open.ts";
+import { sqliteStore } from "../db/sqlite/store.ts";
+import { hashApiKey, keyPrefix } from "../domain/keys.ts";
 import {
   API_KEY,
   build,
@@ -24,6 +25,7 @@ import {
   forbidden,
   INVALID_API_KEY,
   INVALID_JWT,
+  inspect,
   isError,
   JWT_SECRET,
   OTHER_PROJECT_KEY,
@@ -359,8 +361,8 @@ t.test("attack: a token of project A used on project B's session: 403 or 404, no
   const reverse = await a.withJwt("/v2/update_session", { session: { id: "mine", end_state: "Fail" } }, a.theirJwt);
   t.equal(reverse.statusCode, 403, reverse.body);
   t.strictSame(reverse.json(), forbidden("theirs", "mine"), "the exact 403 the other way round");
-  t.equal((await a.store.getSession("mine"))?.end_state, null, "A's session unchanged");
-  t.equal((await a.store.getSession("theirs"))?.end_state, null, "B's session unchanged");
+  t.equal((await inspect(a.store).getSession("mine"))?.end_state, null, "A's session unchanged");
+  t.equal((await inspect(a.store).getSession("theirs"))?.end_state, null, "B's session unchanged");
   t.equal(a.snapshot(), before, "nothing written in either project");
   await jwtAccepted(t, a, a.jwt, "control: A's JWT on its own session");
   await jwtAccepted(t, a, a.theirJwt, "control: B's JWT on its own session");
@@ -447,7 +449,7 @@ t.test("attack: API key brute force behind a forged X-Forwarded-For is still cou
   const res = await a.post("/v2/create_session", { session: { id: "s1" } }, headers, from);
   t.equal(res.statusCode, 429, "still limited under a new forwarded address");
   is429(t, res, 60, "a new forwarded address");
-  t.equal(await a.store.getSession("s1"), undefined, "nothing stored");
+  t.equal(await inspect(a.store).getSession("s1"), undefined, "nothing stored");
   await keyAccepted(t, a, API_KEY, "control: the right key from another address", "10.0.3.2");
 });
 
@@ -818,13 +820,13 @@ t.test("attack: a JWT for session X with a body naming session Y: 403, nothing w
   const unknown = await a.withJwt("/v2/update_events", { events: [{ event_id: "y0", output: "forged" }] }, a.jwt);
   isError(t, unknown, 404, "Not found");
   t.equal(a.snapshot(), before, "nothing written: not in Y, and not the valid part in X either (G7)");
-  t.equal((await a.store.getSession("Y"))?.end_state, null, "session Y unchanged");
+  t.equal((await inspect(a.store).getSession("Y"))?.end_state, null, "session Y unchanged");
   t.same(
-    (await a.store.listEvents("Y")).map((event) => event.id),
+    (await inspect(a.store).listEvents("Y")).map((event) => event.id),
     ["y0"],
     "Y holds only its own event",
   );
-  t.same(await a.store.listAgents("Y"), [], "no agents in Y");
+  t.same(await inspect(a.store).listAgents("Y"), [], "no agents in Y");
   await jwtAccepted(t, a, a.jwt, "control: X's JWT on X");
 });
 

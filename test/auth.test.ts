@@ -8,10 +8,11 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { LightMyRequestResponse } from "fastify";
 import t, { type Test } from "tap";
-import { openDb } from "../db/sqlite.ts";
-import type { ApiKeyRecord, Store } from "../db/store.ts";
-import { openThreadedStore } from "../db/thread.ts";
-import { hashApiKey, keyPrefix } from "../lib/auth.ts";
+import { openDb } from "../db/sqlite/open.ts";
+import { openThreadedStore } from "../db/sqlite/thread.ts";
+import type { Store } from "../db/store.ts";
+import { hashApiKey, keyPrefix } from "../domain/keys.ts";
+import type { ApiKeyRecord } from "../domain/types.ts";
 import {
   API_KEY,
   build,
@@ -20,6 +21,7 @@ import {
   eventIds,
   INVALID_API_KEY,
   INVALID_JWT,
+  inspect,
   JWT_SECRET,
   OTHER_PROJECT_KEY,
   rawPost,
@@ -138,7 +140,7 @@ t.test("4.1 bad or missing API key or JWT: 401 with the exact bodies", async (t)
     const app = await build(t);
     const res = await app.post("/v2/create_session", { session: { id: "refused" } }, { "x-agentmon-api-key": "x" });
     is401(t, res, INVALID_API_KEY, "bad key");
-    t.equal(await app.store.getSession("refused"), undefined);
+    t.equal(await inspect(app.store).getSession("refused"), undefined);
     t.notMatch(res.body, /jwt|eyJ/);
   });
 
@@ -218,7 +220,7 @@ t.test("4.2 API key headers, and session calls judged by the JWT alone", async (
   t.test("4.2 X-Agentops-Api-Key is accepted on every API-key route", async (t) => {
     const app = await build(t);
     await everyKeyRouteOk(t, app, "X-Agentops-Api-Key", "agentops");
-    const created = await app.store.getSession("agentops-/v2/create_session");
+    const created = await inspect(app.store).getSession("agentops-/v2/create_session");
     t.equal(created?.project_id, (await keyRecord(app.store, API_KEY)).project_id, "in the key's project");
   });
 
@@ -256,7 +258,7 @@ t.test("4.2 API key headers, and session calls judged by the JWT alone", async (
     const app = await build(t);
     const jwt = await app.session("s1");
     await everyJwtRouteOk(t, app, jwt, "other project's key", { "x-agentmon-api-key": OTHER_PROJECT_KEY });
-    const events = await app.store.listEvents("s1");
+    const events = await inspect(app.store).listEvents("s1");
     t.same(events.map((e) => e.id).sort(), ["e1", "e2"], "stored in the JWT's session");
   });
 
@@ -299,7 +301,7 @@ t.test("4.3 API keys: UUIDs, stored only as hashes, revocable at once", async (t
       const res = await app.post("/v2/create_session", { session: { id: "s1" } }, { "x-agentmon-api-key": shape });
       is401(t, res, INVALID_API_KEY, `key ${JSON.stringify(shape)}`);
     }
-    t.equal(await app.store.getSession("s1"), undefined, "nothing stored");
+    t.equal(await inspect(app.store).getSession("s1"), undefined, "nothing stored");
   });
 
   t.test("4.3 the database keeps only hashes of the keys", async (t) => {
@@ -509,7 +511,7 @@ t.test("4.4 JWTs: HS256, the claims, refusal of anything else, restart-proof", a
     await first.app.close();
     const second = await build(t, { dbPath });
     await everyJwtRouteOk(t, second, jwt, "after the restart");
-    t.equal((await second.store.listEvents("s1")).length, 2, "the events are stored");
+    t.equal((await inspect(second.store).listEvents("s1")).length, 2, "the events are stored");
   });
 });
 
@@ -618,7 +620,7 @@ t.test("4.6 failed API key checks are rate limited per client address", async (t
       t.type(json.message, "string");
       t.ok(json.message.length > 0, "message is not empty");
     }
-    t.equal(await app.store.getSession("limited"), undefined, "nothing stored while limited");
+    t.equal(await inspect(app.store).getSession("limited"), undefined, "nothing stored while limited");
     const badWhileLimited = await app.post("/v2/create_session", { session: { id: "x" } }, {}, from);
     t.equal(badWhileLimited.statusCode, 429, "a missing key while limited: 429 too");
 

@@ -3,7 +3,7 @@
  * SQLite store. Every subtest name starts with the rule id it pins.
  */
 import t, { type Test } from "tap";
-import { eventView } from "../lib/records.ts";
+import { eventView } from "../domain/views.ts";
 import {
   build,
   type Detail,
@@ -11,6 +11,7 @@ import {
   eventViews,
   forbidden,
   INVALID_JWT,
+  inspect,
   invalid,
   isAnswer,
   OTHER_PROJECT_KEY,
@@ -164,7 +165,7 @@ t.test("E2: an event's kind", async (t) => {
     const events = Object.keys(plural).map((eventType) => ({ event_type: eventType, id: `p-${eventType}` }));
     const res = await withJwt("/v2/create_events", { events }, jwt);
     t.equal(res.statusCode, 200);
-    const stored = await store.listEvents("e2-event-type");
+    const stored = await inspect(store).listEvents("e2-event-type");
     for (const [eventType, kind] of Object.entries(plural)) {
       const event = stored.find((e) => e.id === `p-${eventType}`);
       t.equal(event?.type, kind, eventType);
@@ -188,7 +189,7 @@ t.test("E2: an event's kind", async (t) => {
     ];
     const res = await withJwt("/v2/create_events", { events }, jwt);
     t.equal(res.statusCode, 200);
-    const types = (await store.listEvents("e2-agree")).map((e) => [e.id, e.type]);
+    const types = (await inspect(store).listEvents("e2-agree")).map((e) => [e.id, e.type]);
     t.strictSame(types, [
       ["a1", "llm"],
       ["a2", "tool"],
@@ -298,7 +299,7 @@ t.test("E3: event ids", async (t) => {
     }
     t.not(answered[0], answered[1], "two events get two ids");
     t.strictSame((await eventIds(store, "e3-v7")).sort(), [...answered].sort());
-    const types = Object.fromEntries((await store.listEvents("e3-v7")).map((e) => [e.id, e.type]));
+    const types = Object.fromEntries((await inspect(store).listEvents("e3-v7")).map((e) => [e.id, e.type]));
     t.strictSame(types, { [answered[0] as string]: "llm", [answered[1] as string]: "tool" });
   });
 
@@ -427,7 +428,7 @@ t.test("E4: fields per kind", async (t) => {
     };
     const res = await withJwt("/v2/create_events", { events: [event] }, jwt);
     t.equal(res.statusCode, 200);
-    const [record] = await store.listEvents("e4-llm");
+    const [record] = await inspect(store).listEvents("e4-llm");
     t.equal(record?.model, "gpt-4o-mini");
     t.equal(record?.prompt_tokens, 12);
     t.equal(record?.completion_tokens, 1);
@@ -506,7 +507,7 @@ t.test("E4: fields per kind", async (t) => {
     const jwt = await session("e4-tool");
     const event = { type: "tool", id: "tool-1", name: "calculator", input: "2+2", output: "4", logs: ["ran"] };
     t.equal((await withJwt("/v2/create_events", { events: [event] }, jwt)).statusCode, 200);
-    const [record] = await store.listEvents("e4-tool");
+    const [record] = await inspect(store).listEvents("e4-tool");
     t.strictSame(record?.fields, { name: "calculator", input: "2+2", output: "4", logs: ["ran"] });
     t.strictSame(await eventViews(store, "e4-tool"), [
       { ...base("tool-1", "tool", "e4-tool"), name: "calculator", input: "2+2", output: "4", logs: ["ran"] },
@@ -526,7 +527,7 @@ t.test("E4: fields per kind", async (t) => {
       agent_id: "b8d63dc0-a7e4-467a-9038-02ccb144ef62",
     };
     t.equal((await withJwt("/v2/create_events", { events: [event] }, jwt)).statusCode, 200);
-    const [record] = await store.listEvents("e4-tool-sdk");
+    const [record] = await inspect(store).listEvents("e4-tool-sdk");
     t.equal(record?.type, "tool");
     t.strictSame(record?.fields, { name: "calculator", input: { a: 2, b: 2 }, output: "4" });
     t.strictSame(await eventViews(store, "e4-tool-sdk"), [
@@ -561,7 +562,7 @@ t.test("E4: fields per kind", async (t) => {
     };
     const res = await withJwt("/v2/create_events", { events: [{ type: "action", id: "act-1", ...fields }] }, jwt);
     t.equal(res.statusCode, 200);
-    const [record] = await store.listEvents("e4-action");
+    const [record] = await inspect(store).listEvents("e4-action");
     t.strictSame(record?.fields, fields);
     t.strictSame(await eventViews(store, "e4-action"), [{ ...base("act-1", "action", "e4-action"), ...fields }]);
   });
@@ -582,7 +583,7 @@ t.test("E4: fields per kind", async (t) => {
     t.equal(res.statusCode, 200);
     const [id] = res.json().event_ids as string[];
     t.match(id, UUID_V7);
-    const [record] = await store.listEvents("e4-error");
+    const [record] = await inspect(store).listEvents("e4-error");
     t.equal(record?.init_timestamp, "2026-11-22T05:09:43.654493Z");
     t.strictSame(record?.fields, fields);
     t.strictSame(await eventViews(store, "e4-error"), [
@@ -822,7 +823,7 @@ t.test("E6: update_events", async (t) => {
     const patch = { event_id: "u2", tool_name: "calc", params: { a: 1 }, returns: 2 };
     const res = await withJwt("/v2/update_events", { events: [patch] }, jwt);
     t.equal(res.statusCode, 200);
-    const record = (await store.listEvents("e6-aliases")).find((e) => e.id === "u2");
+    const record = (await inspect(store).listEvents("e6-aliases")).find((e) => e.id === "u2");
     t.strictSame(record?.fields, { name: "calc", input: { a: 1 }, output: 2 });
     t.strictSame(await eventViews(store, "e6-aliases"), [
       stored,
@@ -992,7 +993,7 @@ t.test("E7: create_agent", async (t) => {
     const jwt = await session("e7-create");
     const res = await withJwt("/v2/create_agent", { id: "b8d63dc0-a7e4-467a-9038-02ccb144ef62", name: "driver" }, jwt);
     isAnswer(t, res, 200, { status: "success", agent_id: "b8d63dc0-a7e4-467a-9038-02ccb144ef62" });
-    t.strictSame(await store.listAgents("e7-create"), [
+    t.strictSame(await inspect(store).listAgents("e7-create"), [
       { id: "b8d63dc0-a7e4-467a-9038-02ccb144ef62", name: "driver", extra: {} },
     ]);
   });
@@ -1002,7 +1003,7 @@ t.test("E7: create_agent", async (t) => {
     const jwt = await session("e7-noname");
     const res = await withJwt("/v2/create_agent", { id: "anon" }, jwt);
     isAnswer(t, res, 200, { status: "success", agent_id: "anon" });
-    t.strictSame(await store.listAgents("e7-noname"), [{ id: "anon", name: null, extra: {} }]);
+    t.strictSame(await inspect(store).listAgents("e7-noname"), [{ id: "anon", name: null, extra: {} }]);
   });
 
   t.test("E7: repeating create_agent updates the name (upsert)", async (t) => {
@@ -1011,7 +1012,7 @@ t.test("E7: create_agent", async (t) => {
     t.equal((await withJwt("/v2/create_agent", { id: "ag", name: "old" }, jwt)).statusCode, 200);
     const again = await withJwt("/v2/create_agent", { id: "ag", name: "new" }, jwt);
     isAnswer(t, again, 200, { status: "success", agent_id: "ag" });
-    t.strictSame(await store.listAgents("e7-upsert"), [{ id: "ag", name: "new", extra: {} }]);
+    t.strictSame(await inspect(store).listAgents("e7-upsert"), [{ id: "ag", name: "new", extra: {} }]);
   });
 
   t.test("E7: a missing, empty or non-string id is a 400", async (t) => {
@@ -1033,7 +1034,7 @@ t.test("E7: create_agent", async (t) => {
       const res = await withJwt("/v2/create_agent", body, jwt);
       isAnswer(t, res, 400, invalid(detail), JSON.stringify(body).slice(0, 40));
     }
-    t.strictSame(await store.listAgents("e7-noid"), []);
+    t.strictSame(await inspect(store).listAgents("e7-noid"), []);
   });
 
   t.test("E7: agent ids are scoped to their session", async (t) => {
@@ -1042,8 +1043,8 @@ t.test("E7: create_agent", async (t) => {
     const b = await session("e7-scope-b");
     t.equal((await withJwt("/v2/create_agent", { id: "same", name: "in a" }, a)).statusCode, 200);
     t.equal((await withJwt("/v2/create_agent", { id: "same", name: "in b" }, b)).statusCode, 200);
-    t.strictSame(await store.listAgents("e7-scope-a"), [{ id: "same", name: "in a", extra: {} }]);
-    t.strictSame(await store.listAgents("e7-scope-b"), [{ id: "same", name: "in b", extra: {} }]);
+    t.strictSame(await inspect(store).listAgents("e7-scope-a"), [{ id: "same", name: "in a", extra: {} }]);
+    t.strictSame(await inspect(store).listAgents("e7-scope-b"), [{ id: "same", name: "in b", extra: {} }]);
   });
 
   t.test("E7: an event's agent_id with no agent record is still stored", async (t) => {
@@ -1052,7 +1053,7 @@ t.test("E7: create_agent", async (t) => {
     const res = await withJwt("/v2/create_events", { events: [{ type: "llm", id: "e", agent_id: "ghost" }] }, jwt);
     t.equal(res.statusCode, 200);
     t.strictSame(await eventViews(store, "e7-orphan"), [{ ...base("e", "llm", "e7-orphan"), agent_id: "ghost" }]);
-    t.strictSame(await store.listAgents("e7-orphan"), []);
+    t.strictSame(await inspect(store).listAgents("e7-orphan"), []);
   });
 
   t.test("E7: events link to a registered agent through agent_id", async (t) => {
@@ -1061,9 +1062,9 @@ t.test("E7: create_agent", async (t) => {
     t.equal((await withJwt("/v2/create_agent", { id: "ag-1", name: "worker" }, jwt)).statusCode, 200);
     const res = await withJwt("/v2/create_events", { events: [{ type: "tool", id: "t", agent_id: "ag-1" }] }, jwt);
     t.equal(res.statusCode, 200);
-    const [event] = await store.listEvents("e7-link");
+    const [event] = await inspect(store).listEvents("e7-link");
     t.equal(event?.agent_id, "ag-1");
-    t.strictSame(await store.listAgents("e7-link"), [{ id: "ag-1", name: "worker", extra: {} }]);
+    t.strictSame(await inspect(store).listAgents("e7-link"), [{ id: "ag-1", name: "worker", extra: {} }]);
   });
 
   t.test("E7: unknown agent fields are kept", async (t) => {
@@ -1071,7 +1072,9 @@ t.test("E7: create_agent", async (t) => {
     const jwt = await session("e7-extra");
     const res = await withJwt("/v2/create_agent", { id: "ag", name: "n", role: "planner", meta: null }, jwt);
     t.equal(res.statusCode, 200);
-    t.strictSame(await store.listAgents("e7-extra"), [{ id: "ag", name: "n", extra: { role: "planner", meta: null } }]);
+    t.strictSame(await inspect(store).listAgents("e7-extra"), [
+      { id: "ag", name: "n", extra: { role: "planner", meta: null } },
+    ]);
   });
 
   t.test("E7: a session_id naming another session is a 403 and stores nothing", async (t) => {
@@ -1080,11 +1083,11 @@ t.test("E7: create_agent", async (t) => {
     await session("e7-yours");
     const res = await withJwt("/v2/create_agent", { id: "ag", name: "n", session_id: "e7-yours" }, jwt);
     isAnswer(t, res, 403, forbidden("e7-mine", "e7-yours"));
-    t.strictSame(await store.listAgents("e7-mine"), []);
-    t.strictSame(await store.listAgents("e7-yours"), []);
+    t.strictSame(await inspect(store).listAgents("e7-mine"), []);
+    t.strictSame(await inspect(store).listAgents("e7-yours"), []);
     const own = await withJwt("/v2/create_agent", { id: "ag", name: "n", session_id: "e7-mine" }, jwt);
     t.equal(own.statusCode, 200);
-    t.strictSame(await store.listAgents("e7-mine"), [{ id: "ag", name: "n", extra: {} }]);
+    t.strictSame(await inspect(store).listAgents("e7-mine"), [{ id: "ag", name: "n", extra: {} }]);
   });
 
   t.test("E7: create_agent needs a JWT", async (t) => {
@@ -1092,6 +1095,6 @@ t.test("E7: create_agent", async (t) => {
     await session("e7-nojwt");
     const res = await withKey("/v2/create_agent", { id: "ag", session_id: "e7-nojwt" });
     isAnswer(t, res, 401, INVALID_JWT);
-    t.strictSame(await store.listAgents("e7-nojwt"), []);
+    t.strictSame(await inspect(store).listAgents("e7-nojwt"), []);
   });
 });

@@ -11,8 +11,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
-import { openDb, sqliteStore } from "../db/sqlite.ts";
-import { build, tempDir } from "./helper.ts";
+import { openDb } from "../db/sqlite/open.ts";
+import { sqliteStore } from "../db/sqlite/store.ts";
+import { build, inspect, tempDir } from "./helper.ts";
 
 const run = (command: string, ...args: string[]) => {
   try {
@@ -101,7 +102,7 @@ t.test(
     t.equal(retried.statusCode, 200, "the refused batch is taken once space is freed, with no restart");
     t.equal((await app.inject({ method: "GET", url: "/readyz" })).statusCode, 200, "ready again");
 
-    const stored = new Set((await store.listEvents("full-disk")).map((e) => e.id));
+    const stored = new Set((await inspect(store).listEvents("full-disk")).map((e) => e.id));
     for (const prefix of [...acknowledged, refused[0]]) {
       t.ok(
         batch(prefix ?? "").events.every((e) => stored.has(e.id)),
@@ -146,7 +147,7 @@ t.test(
     t.same(ready.json(), { error: "Service unavailable", message: "Not ready: the disk reported an I/O error" });
     t.equal((await app.inject({ method: "GET", url: "/healthz" })).statusCode, 200, "liveness is unaffected");
     t.same(
-      (await store.listEvents("read-only")).map((e) => e.id),
+      (await inspect(store).listEvents("read-only")).map((e) => e.id),
       ["before-0", "before-1"],
       "reads still work and show nothing of the refused batch",
     );
@@ -155,7 +156,7 @@ t.test(
     t.equal((await withJwt("/v2/create_events", batch("ro"), jwt)).statusCode, 200, "taken once writable again");
     t.equal((await withKey("/v2/create_session", { session: { id: "while-read-only" } })).statusCode, 200);
     t.equal((await app.inject({ method: "GET", url: "/readyz" })).statusCode, 200, "ready again");
-    t.equal((await store.listEvents("read-only")).length, 52, "the retried batch is stored once");
+    t.equal((await inspect(store).listEvents("read-only")).length, 52, "the retried batch is stored once");
   },
 );
 
@@ -173,11 +174,11 @@ t.test("O4: a database that cannot grow (max_page_count) refuses with 503 and re
     error: "Service unavailable",
     message: "Storage is unavailable (the disk is full); nothing was stored. Retry after 5 seconds",
   });
-  t.same(await store.listEvents("capped"), [], "no half batch: none of its 50 events is stored");
+  t.same(await inspect(store).listEvents("capped"), [], "no half batch: none of its 50 events is stored");
 
   db.pragma("max_page_count = 1073741823");
   t.equal((await withJwt("/v2/create_events", batch("capped"), jwt)).statusCode, 200, "taken once it can grow");
-  t.equal((await store.listEvents("capped")).length, 50);
+  t.equal((await inspect(store).listEvents("capped")).length, 50);
   t.equal(db.pragma("integrity_check", { simple: true }), "ok");
 });
 
@@ -202,5 +203,5 @@ t.test("O4: a database locked by another process answers 503 after the busy time
   other.exec("COMMIT");
 
   t.equal((await withJwt("/v2/create_events", batch("locked", 3), jwt)).statusCode, 200, "taken once unlocked");
-  t.equal((await store.listEvents("locked")).length, 3);
+  t.equal((await inspect(store).listEvents("locked")).length, 3);
 });

@@ -30,8 +30,8 @@ import fc from "fast-check";
 import type { LightMyRequestResponse } from "fastify";
 import t, { type Test } from "tap";
 import { SPEC_PATH } from "../app.ts";
-import type { EventRecord } from "../db/store.ts";
-import { eventView } from "../lib/records.ts";
+import type { EventRecord } from "../domain/types.ts";
+import { eventView } from "../domain/views.ts";
 import {
   canonical,
   clone,
@@ -56,6 +56,7 @@ import {
   API_KEY,
   build,
   decodeJwt,
+  inspect,
   leaksNothing,
   MIB,
   OTHER_PROJECT_KEY,
@@ -597,7 +598,7 @@ interface EventsBefore {
 }
 
 async function eventsNow(ctx: Ctx): Promise<EventsBefore> {
-  const records = await ctx.api.store.listEvents(ctx.sessionId);
+  const records = await inspect(ctx.api.store).listEvents(ctx.sessionId);
   return {
     records: new Map(records.map((r) => [r.id, r])),
     views: new Map(records.map((r) => [r.id, eventView(r, ctx.sessionId) as Body])),
@@ -802,10 +803,10 @@ const PLANS: Record<string, Plan> = {
         body: fc.constant(setAt(body, ["session_id"], ctx.otherSessionId)),
       },
     ],
-    before: async (ctx) => new Map((await ctx.api.store.listAgents(ctx.sessionId)).map((a) => [a.id, a])),
+    before: async (ctx) => new Map((await inspect(ctx.api.store).listAgents(ctx.sessionId)).map((a) => [a.id, a])),
     async readback(ctx, sent, res, before: Map<string, { name: string | null; extra: Body }>) {
       if (res.json().agent_id !== sent.id) return `agent_id ${show(res.json().agent_id)}`;
-      const after = new Map((await ctx.api.store.listAgents(ctx.sessionId)).map((a) => [a.id, a]));
+      const after = new Map((await inspect(ctx.api.store).listAgents(ctx.sessionId)).map((a) => [a.id, a]));
       for (const [id, agent] of after) {
         const old = before.get(id);
         if (id !== sent.id) {
@@ -1429,7 +1430,7 @@ t.test("what the fuzzer found while the read API was being written, fixed since"
   await ctx.api.withJwt("/v2/create_events", { events: [{ id: "b", type: "tool", params: "A", input: "B" }] }, ctx.jwt);
   await ctx.api.withJwt("/v2/update_events", { events: [{ event_id: "b", params: "W" }] }, ctx.jwt);
   const views = new Map(
-    (await ctx.api.store.listEvents(ctx.sessionId)).map((e) => [e.id, eventView(e, ctx.sessionId)]),
+    (await inspect(ctx.api.store).listEvents(ctx.sessionId)).map((e) => [e.id, eventView(e, ctx.sessionId)]),
   );
   t.equal(
     own(views.get("a"), "params"),

@@ -6,15 +6,17 @@ import { join } from "node:path";
 import { deflateSync, gzipSync } from "node:zlib";
 import type { LightMyRequestResponse } from "fastify";
 import t from "tap";
-import { openDb, sqliteStore } from "../db/sqlite.ts";
-import { signJwt } from "../lib/auth.ts";
-import { eventView, sessionView } from "../lib/records.ts";
+import { openDb } from "../db/sqlite/open.ts";
+import { sqliteStore } from "../db/sqlite/store.ts";
+import { eventView, sessionView } from "../domain/views.ts";
+import { signJwt } from "../http/jwt.ts";
 import {
   API_KEY,
   build,
   eventViews,
   INVALID_API_KEY,
   INVALID_JWT,
+  inspect,
   isError,
   isInvalid,
   isSuccess,
@@ -135,7 +137,7 @@ t.test("G2: every failure is {error, message, details?}; details paths are dotte
       "events[4].cost",
     ]);
     t.match(body.message, /events\[1\]\.prompt_tokens/, "the message names the first problem");
-    t.same(await api.store.listEvents("g2-ev"), [], "nothing stored");
+    t.same(await inspect(api.store).listEvents("g2-ev"), [], "nothing stored");
   });
 
   t.test("G2: session paths like session.tags[2], several problems at once", async (t) => {
@@ -144,7 +146,7 @@ t.test("G2: every failure is {error, message, details?}; details paths are dotte
       session: { id: "g2-s", tags: ["a", "b", 3], end_timestamp: "soon", host_env: "linux" },
     });
     isInvalid(t, res, ["session.tags[2]", "session.end_timestamp", "session.host_env"]);
-    t.equal(await api.store.getSession("g2-s"), undefined, "nothing stored");
+    t.equal(await inspect(api.store).getSession("g2-s"), undefined, "nothing stored");
   });
 
   t.test("G2: nested paths into prompts and host_env", async (t) => {
@@ -331,7 +333,7 @@ t.test("G3: status codes and their precedence", async (t) => {
       });
       t.same(isError(t, res, 401), INVALID_JWT, `${name} JWT + bad JSON`);
     }
-    t.same(await api.store.listEvents("g3-jwt"), []);
+    t.same(await inspect(api.store).listEvents("g3-jwt"), []);
   });
 
   t.test("G3: 415 for a body that is not JSON, before 400", async (t) => {
@@ -348,7 +350,7 @@ t.test("G3: status codes and their precedence", async (t) => {
     }
     isError(t, await rawPost(api, "/v2/create_session", "{garbage", { ...key, "content-type": "text/plain" }), 415);
     isError(t, await rawPost(api, "/v2/create_session", body, key), 415, "Unsupported media type");
-    t.equal(await api.store.getSession("g3-415"), undefined, "nothing stored");
+    t.equal(await inspect(api.store).getSession("g3-415"), undefined, "nothing stored");
   });
 
   t.test("G3: 413 for a body over the limit, before 415 and 400", async (t) => {
@@ -379,7 +381,7 @@ t.test("G3: status codes and their precedence", async (t) => {
       413,
       "Payload too large",
     );
-    t.equal(await api.store.getSession("g3-413"), undefined, "nothing stored");
+    t.equal(await inspect(api.store).getSession("g3-413"), undefined, "nothing stored");
   });
 
   t.test("G3: 400 comes before 403, 404 and 409", async (t) => {
@@ -416,11 +418,11 @@ t.test("G3: status codes and their precedence", async (t) => {
       const body = isError(t, await pending, 403, "Forbidden");
       t.equal(body.details, undefined);
     }
-    t.same(await api.store.listEvents("g3-yours"), []);
-    t.same(await api.store.listEvents("g3-mine"), []);
-    t.same(await api.store.listAgents("g3-yours"), []);
-    t.same(await api.store.listAgents("g3-mine"), []);
-    t.equal((await api.store.getSession("g3-yours"))?.end_state, null, "the other session is untouched");
+    t.same(await inspect(api.store).listEvents("g3-yours"), []);
+    t.same(await inspect(api.store).listEvents("g3-mine"), []);
+    t.same(await inspect(api.store).listAgents("g3-yours"), []);
+    t.same(await inspect(api.store).listAgents("g3-mine"), []);
+    t.equal((await inspect(api.store).getSession("g3-yours"))?.end_state, null, "the other session is untouched");
   });
 
   t.test("G3: 403 comes before 404", async (t) => {
@@ -470,8 +472,8 @@ t.test("G3: status codes and their precedence", async (t) => {
     ] as const) {
       isError(t, await api.withJwt(url, body, ghost), 404, "Not found");
     }
-    t.equal(await api.store.getSession("g3-ghost"), undefined, "no session appears");
-    t.same(await api.store.listEvents("g3-ghost"), []);
+    t.equal(await inspect(api.store).getSession("g3-ghost"), undefined, "no session appears");
+    t.same(await inspect(api.store).listEvents("g3-ghost"), []);
   });
 
   t.test("G3: 405 with an Allow header for a wrong method on a known path", async (t) => {
@@ -508,7 +510,7 @@ t.test("G3: status codes and their precedence", async (t) => {
       409,
       "Session already exists",
     );
-    const stored = await api.store.getSession("g3-owned");
+    const stored = await inspect(api.store).getSession("g3-owned");
     t.same(stored?.tags, ["mine"], "nothing overwritten");
     const mine = (await api.store.listApiKeys()).find((k) => k.project_name === "default");
     t.equal(stored?.project_id, mine?.project_id, "still owned by the first project");
@@ -525,7 +527,7 @@ t.test("G3: status codes and their precedence", async (t) => {
     const res = await api.withKey("/v2/create_session", { session: { id: "g3-429" } });
     isError(t, res, 429, "Too many requests");
     t.match(res.headers["retry-after"], /^[1-9]\d*$/, "Retry-After is a positive number of seconds");
-    t.equal(await api.store.getSession("g3-429"), undefined);
+    t.equal(await inspect(api.store).getSession("g3-429"), undefined);
   });
 });
 
@@ -542,7 +544,7 @@ t.test("G4: JSON with any parameters, gzip and deflate bodies; the limit applies
         "x-agentops-api-key": API_KEY,
       });
       isSuccess(t, res, ["jwt", "session_id", "session_url"]);
-      t.ok(await api.store.getSession(`g4-ct-${i}`), `${type}: stored`);
+      t.ok(await inspect(api.store).getSession(`g4-ct-${i}`), `${type}: stored`);
     }
   });
 
@@ -555,7 +557,7 @@ t.test("G4: JSON with any parameters, gzip and deflate bodies; the limit applies
       "content-encoding": "gzip",
     });
     const { jwt } = isSuccess(t, created, ["jwt", "session_id", "session_url"]);
-    const stored = await api.store.getSession("g4-zip");
+    const stored = await inspect(api.store).getSession("g4-zip");
     t.same(stored?.tags, ["gz"]);
     t.same(stored?.host_env, { OS: { OS: "Linux" } });
 
@@ -624,7 +626,7 @@ t.test("G4: JSON with any parameters, gzip and deflate bodies; the limit applies
         isError(t, res, 400);
       });
     }
-    t.same(await api.store.listEvents("g4-bad"), [], "nothing stored");
+    t.same(await inspect(api.store).listEvents("g4-bad"), [], "nothing stored");
   });
 
   t.test("G4: a Content-Encoding other than gzip or deflate is a 415", async (t) => {
@@ -636,7 +638,7 @@ t.test("G4: JSON with any parameters, gzip and deflate bodies; the limit applies
         "x-agentmon-api-key": API_KEY,
       });
       isError(t, res, 415, "Unsupported media type");
-      t.equal(await api.store.getSession(`g4-${encoding}`), undefined);
+      t.equal(await inspect(api.store).getSession(`g4-${encoding}`), undefined);
     }
   });
 
@@ -653,7 +655,7 @@ t.test("G4: JSON with any parameters, gzip and deflate bodies; the limit applies
       "session_id",
       "session_url",
     ]);
-    t.ok(await api.store.getSession("g4-list"), "stored");
+    t.ok(await inspect(api.store).getSession("g4-list"), "stored");
     const plain = JSON.stringify({ session: { id: "g4-identity" } });
     isSuccess(t, await rawPost(api, "/v2/create_session", plain, headers("identity")), [
       "jwt",
@@ -661,7 +663,7 @@ t.test("G4: JSON with any parameters, gzip and deflate bodies; the limit applies
       "session_url",
     ]);
     isError(t, await rawPost(api, "/v2/create_session", body("g4-twice"), headers("gzip, gzip")), 415);
-    t.equal(await api.store.getSession("g4-twice"), undefined);
+    t.equal(await inspect(api.store).getSession("g4-twice"), undefined);
   });
 
   t.test("G4: a gzip bomb gets 413", async (t) => {
@@ -673,7 +675,7 @@ t.test("G4: JSON with any parameters, gzip and deflate bodies; the limit applies
     isError(t, await rawPost(api, "/v2/create_session", gz, headers), 413, "Payload too large");
     const deflated = deflateSync(bomb);
     isError(t, await rawPost(api, "/v2/create_session", deflated, { ...headers, "content-encoding": "deflate" }), 413);
-    t.equal(await api.store.getSession("g4-bomb"), undefined, "nothing stored");
+    t.equal(await inspect(api.store).getSession("g4-bomb"), undefined, "nothing stored");
     const after = await api.withKey("/v2/create_session", { session: { id: "g4-after" } });
     isSuccess(t, after, ["jwt", "session_id", "session_url"]);
   });
@@ -696,7 +698,7 @@ t.test("G5: unknown fields are kept exactly; jwt is never stored; null means not
       },
     });
     const { jwt } = isSuccess(t, res, ["jwt", "session_id", "session_url"]);
-    const stored = await api.store.getSession("g5-s");
+    const stored = await inspect(api.store).getSession("g5-s");
     t.same(stored?.extra, { video: null, custom: nested, "odd key": "x", flag: false, ratio: 0.25 });
     t.notOk(stored && "jwt" in stored.extra, "jwt not stored");
     t.notOk(JSON.stringify(stored).includes("eyJ.secret.token"), "the token is nowhere in the record");
@@ -723,7 +725,7 @@ t.test("G5: unknown fields are kept exactly; jwt is never stored; null means not
       more: [{ a: null }],
     });
     t.notOk("jwt" in body.session, "jwt is not returned");
-    const after = await api.store.getSession("g5-s");
+    const after = await inspect(api.store).getSession("g5-s");
     t.notOk(after && "jwt" in after.extra, "jwt not stored by update");
     t.same(sessionView(after as NonNullable<typeof after>), body.session, "the answer is the stored session");
   });
@@ -747,7 +749,7 @@ t.test("G5: unknown fields are kept exactly; jwt is never stored; null means not
       jwt,
     );
     isSuccess(t, res, ["event_ids"]);
-    const events = await api.store.listEvents("g5-e");
+    const events = await inspect(api.store).listEvents("g5-e");
     const llm = events.find((e) => e.id === "g5-llm");
     const err = events.find((e) => e.id === "g5-err");
     t.same(llm?.extra, { metric: nested, nothing: null }, "unknown fields stored as sent, jwt dropped");
@@ -762,7 +764,7 @@ t.test("G5: unknown fields are kept exactly; jwt is never stored; null means not
 
     const patch = { events: [{ event_id: "g5-llm", added: { x: [1] }, metric: "replaced", jwt: "eyJ.z" }] };
     isSuccess(t, await api.withJwt("/v2/update_events", patch, jwt), ["updated"]);
-    const patched = (await api.store.listEvents("g5-e")).find((e) => e.id === "g5-llm");
+    const patched = (await inspect(api.store).listEvents("g5-e")).find((e) => e.id === "g5-llm");
     t.same(patched?.extra, { metric: "replaced", nothing: null, added: { x: [1] } });
   });
 
@@ -773,9 +775,9 @@ t.test("G5: unknown fields are kept exactly; jwt is never stored; null means not
     isSuccess(t, await rawPost(api, "/v2/create_session", proto, headers), ["jwt", "session_id", "session_url"]);
     const ctor = '{"session": {"id": "g5-ctor", "constructor": {"prototype": {"polluted": 2}}}}';
     isSuccess(t, await rawPost(api, "/v2/create_session", ctor, headers), ["jwt", "session_id", "session_url"]);
-    t.equal(JSON.stringify((await api.store.getSession("g5-proto"))?.extra), '{"__proto__":{"polluted":1}}');
+    t.equal(JSON.stringify((await inspect(api.store).getSession("g5-proto"))?.extra), '{"__proto__":{"polluted":1}}');
     t.equal(
-      JSON.stringify((await api.store.getSession("g5-ctor"))?.extra),
+      JSON.stringify((await inspect(api.store).getSession("g5-ctor"))?.extra),
       '{"constructor":{"prototype":{"polluted":2}}}',
     );
     t.equal(({} as Record<string, unknown>).polluted, undefined, "no prototype was polluted");
@@ -786,7 +788,7 @@ t.test("G5: unknown fields are kept exactly; jwt is never stored; null means not
     const jwt = await api.session("g5-a");
     const body = { id: "g5-agent", name: "planner", role: "lead", config: { tools: null, depth: [2] }, jwt: "t" };
     isSuccess(t, await api.withJwt("/v2/create_agent", body, jwt), ["agent_id"]);
-    t.same(await api.store.listAgents("g5-a"), [
+    t.same(await inspect(api.store).listAgents("g5-a"), [
       { id: "g5-agent", name: "planner", extra: { role: "lead", config: { tools: null, depth: [2] } } },
     ]);
   });
@@ -806,7 +808,7 @@ t.test("G5: unknown fields are kept exactly; jwt is never stored; null means not
       },
     });
     const { jwt } = isSuccess(t, res, ["jwt", "session_id", "session_url"]);
-    const stored = await api.store.getSession("g5-null");
+    const stored = await inspect(api.store).getSession("g5-null");
     t.match(stored?.init_timestamp, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/, "receive time");
     t.same(stored?.extra, {}, "named nulls are not unknown fields");
     t.equal(stored?.tags, null);
@@ -823,7 +825,7 @@ t.test("G5: unknown fields are kept exactly; jwt is never stored; null means not
 
     const events = { events: [{ id: "n1", type: "llm", model: null, cost: null, prompt: null, agent_id: null }] };
     isSuccess(t, await api.withJwt("/v2/create_events", events, jwt), ["event_ids"]);
-    const [event] = await api.store.listEvents("g5-null");
+    const [event] = await inspect(api.store).listEvents("g5-null");
     t.equal(event?.model, null);
     t.equal(event?.cost, null);
     t.equal(event?.agent_id, null);
@@ -859,11 +861,11 @@ t.test("G6: timestamps are parsed as RFC 3339 / ISO 8601 and stored as UTC with 
     for (const [i, [given, expected]] of good.entries()) {
       const res = await api.withKey("/v2/create_session", { session: { id: `g6-${i}`, init_timestamp: given } });
       isSuccess(t, res, ["jwt", "session_id", "session_url"]);
-      const stored = await api.store.getSession(`g6-${i}`);
+      const stored = await inspect(api.store).getSession(`g6-${i}`);
       t.match(stored?.init_timestamp, /Z$/, `${given}: ends in Z`);
       t.equal(micro(stored?.init_timestamp), expected, `${given} -> ${expected}`);
     }
-    const exact = await api.store.getSession("g6-0");
+    const exact = await inspect(api.store).getSession("g6-0");
     t.equal(exact?.init_timestamp, "2026-11-22T05:09:43.640361Z", "the documented example, exactly");
   });
 
@@ -878,7 +880,7 @@ t.test("G6: timestamps are parsed as RFC 3339 / ISO 8601 and stored as UTC with 
     }));
     events.push({ id: "ev-alias", event_type: "errors", timestamp: "2026-11-22T10:39:43.640361+05:30" });
     isSuccess(t, await api.withJwt("/v2/create_events", { events }, jwt), ["event_ids"]);
-    const stored = new Map((await api.store.listEvents("g6-events")).map((e) => [e.id, e]));
+    const stored = new Map((await inspect(api.store).listEvents("g6-events")).map((e) => [e.id, e]));
     for (const [i, [given, expected]] of good.entries()) {
       t.equal(micro(stored.get(`ev-${i}`)?.init_timestamp), expected, `init ${given}`);
       t.equal(micro(stored.get(`ev-${i}`)?.end_timestamp), expected, `end ${given}`);
@@ -900,7 +902,7 @@ t.test("G6: timestamps are parsed as RFC 3339 / ISO 8601 and stored as UTC with 
     await api.withJwt("/v2/create_events", { events: [{ id: "u1", type: "tool" }] }, jwt);
     const patch = { events: [{ event_id: "u1", end_timestamp: "2026-11-22T00:00:00.1234567-05:00" }] };
     isSuccess(t, await api.withJwt("/v2/update_events", patch, jwt), ["updated"]);
-    const [event] = await api.store.listEvents("g6-upd");
+    const [event] = await inspect(api.store).listEvents("g6-upd");
     t.equal(event?.end_timestamp, "2026-11-22T05:00:00.123456Z");
   });
 
@@ -908,8 +910,8 @@ t.test("G6: timestamps are parsed as RFC 3339 / ISO 8601 and stored as UTC with 
     const api = await build(t, { now: () => Date.UTC(2026, 10, 22, 5, 9, 43, 640) });
     const jwt = await api.session("g6-now");
     await api.withJwt("/v2/create_events", { events: [{ id: "n", type: "llm" }] }, jwt);
-    t.equal(micro((await api.store.getSession("g6-now"))?.init_timestamp), "2026-11-22T05:09:43.640000Z");
-    t.equal(micro((await api.store.listEvents("g6-now"))[0]?.init_timestamp), "2026-11-22T05:09:43.640000Z");
+    t.equal(micro((await inspect(api.store).getSession("g6-now"))?.init_timestamp), "2026-11-22T05:09:43.640000Z");
+    t.equal(micro((await inspect(api.store).listEvents("g6-now"))[0]?.init_timestamp), "2026-11-22T05:09:43.640000Z");
   });
 
   const bad: unknown[] = [
@@ -943,7 +945,7 @@ t.test("G6: timestamps are parsed as RFC 3339 / ISO 8601 and stored as UTC with 
       t.test(`G6: session.init_timestamp = ${JSON.stringify(value)}`, async (t) => {
         isInvalid(t, res, ["session.init_timestamp"]);
       });
-      t.equal(await api.store.getSession(`g6-bad-${i}`), undefined);
+      t.equal(await inspect(api.store).getSession(`g6-bad-${i}`), undefined);
     }
   });
 
@@ -963,7 +965,7 @@ t.test("G6: timestamps are parsed as RFC 3339 / ISO 8601 and stored as UTC with 
       jwt,
     );
     isInvalid(t, res, ["events[1].init_timestamp", "events[2].end_timestamp", "events[3].timestamp"]);
-    t.same(await api.store.listEvents("g6-bad-ev"), []);
+    t.same(await inspect(api.store).listEvents("g6-bad-ev"), []);
     const upd = await api.withJwt("/v2/update_session", { session: { end_timestamp: "2026-11-22" } }, jwt);
     isInvalid(t, upd, ["session.end_timestamp"]);
     await api.withJwt("/v2/create_events", { events: [{ id: "ok", type: "llm" }] }, jwt);
@@ -984,16 +986,16 @@ t.test("G7: writes are atomic per call", async (t) => {
       { id: "g7-3", type: "action", init_timestamp: "not a time" },
     ];
     isInvalid(t, await api.withJwt("/v2/create_events", { events }, jwt), ["events[2].init_timestamp"]);
-    t.same(await api.store.listEvents("g7-last"), [], "nothing stored");
+    t.same(await inspect(api.store).listEvents("g7-last"), [], "nothing stored");
     isInvalid(t, await api.withJwt("/create_events", { events }, jwt), ["events[2].init_timestamp"]);
-    t.same(await api.store.listEvents("g7-last"), [], "nothing stored (unversioned)");
+    t.same(await inspect(api.store).listEvents("g7-last"), [], "nothing stored (unversioned)");
     const fixed = events.map((e) => ({ ...e, init_timestamp: "2026-11-22T05:09:43Z" }));
     t.same(isSuccess(t, await api.withJwt("/v2/create_events", { events: fixed }, jwt), ["event_ids"]).event_ids, [
       "g7-1",
       "g7-2",
       "g7-3",
     ]);
-    t.equal((await api.store.listEvents("g7-last")).length, 3, "the corrected batch is stored whole");
+    t.equal((await inspect(api.store).listEvents("g7-last")).length, 3, "the corrected batch is stored whole");
   });
 
   t.test("G7: a batch with an event naming another session (403) stores nothing", async (t) => {
@@ -1006,8 +1008,8 @@ t.test("G7: writes are atomic per call", async (t) => {
       { id: "g7-c", type: "llm", session_id: "g7-other" },
     ];
     isError(t, await api.withJwt("/v2/create_events", { events }, jwt), 403, "Forbidden");
-    t.same(await api.store.listEvents("g7-mine"), []);
-    t.same(await api.store.listEvents("g7-other"), []);
+    t.same(await inspect(api.store).listEvents("g7-mine"), []);
+    t.same(await inspect(api.store).listEvents("g7-other"), []);
   });
 
   t.test("G7: update_events with one unknown id applies nothing", async (t) => {
@@ -1032,7 +1034,7 @@ t.test("G7: writes are atomic per call", async (t) => {
       ],
     };
     isInvalid(t, await api.withJwt("/v2/update_events", invalid, jwt), ["events[1].cost"]);
-    const [event] = await api.store.listEvents("g7-upd");
+    const [event] = await inspect(api.store).listEvents("g7-upd");
     t.equal(event?.model, "before", "nothing applied");
   });
 
@@ -1045,7 +1047,7 @@ t.test("G7: writes are atomic per call", async (t) => {
       jwt,
     );
     isInvalid(t, res, ["session.end_state"]);
-    const stored = await api.store.getSession("g7-sess");
+    const stored = await inspect(api.store).getSession("g7-sess");
     t.same(stored?.tags, ["before"]);
     t.same(stored?.extra, { custom: 1 });
     t.equal(stored?.end_state, null);
@@ -1066,10 +1068,10 @@ t.test("G7: writes are atomic per call", async (t) => {
     isSuccess(t, await api.withJwt("/v2/create_agent", { id: "ag", name: "n" }, jwt), ["agent_id"]);
     const reader = sqliteStore(openDb(dbPath));
     t.teardown(() => reader.close());
-    t.same((await reader.getSession("g7-disk"))?.tags, ["durable"]);
-    t.same((await reader.listEvents("g7-disk")).map((e) => e.id).sort(), ["d1", "d2"]);
+    t.same((await inspect(reader).getSession("g7-disk"))?.tags, ["durable"]);
+    t.same((await inspect(reader).listEvents("g7-disk")).map((e) => e.id).sort(), ["d1", "d2"]);
     t.same(
-      (await reader.listAgents("g7-disk")).map((a) => a.id),
+      (await inspect(reader).listAgents("g7-disk")).map((a) => a.id),
       ["ag"],
     );
   });
@@ -1080,14 +1082,14 @@ t.test("G7: writes are atomic per call", async (t) => {
     const lone = await rawPost(api, "/v2/create_session", '{"session":{"id":"g7-\\ud800"}}', keyHeaders);
     const error = isError(t, lone, 400, "Bad request");
     t.match(error.message, /lone UTF-16 surrogate \(\\ud800\)/, "the message names the escape");
-    t.equal(await api.store.getSession("g7-\ud800"), undefined, "no session was half-created");
-    t.equal(await api.store.getSession("g7-\ufffd"), undefined);
+    t.equal(await inspect(api.store).getSession("g7-\ud800"), undefined, "no session was half-created");
+    t.equal(await inspect(api.store).getSession("g7-\ufffd"), undefined);
 
     const jwt = await api.session("g7-unicode");
     const headers = { "content-type": json, authorization: `Bearer ${jwt}` };
     const batch = '{"events":[{"type":"llm","id":"ok","model":"m"},{"type":"llm","id":"bad","model":"x\\udfffy"}]}';
     isError(t, await rawPost(api, "/v2/create_events", batch, headers), 400, "Bad request");
-    t.same(await api.store.listEvents("g7-unicode"), [], "nothing of the batch was stored");
+    t.same(await inspect(api.store).listEvents("g7-unicode"), [], "nothing of the batch was stored");
 
     const pair = '{"events":[{"type":"llm","id":"emoji","model":"\\ud83d\\ude00 ok","note":"\\uD83D\\uDE00"}]}';
     isSuccess(t, await rawPost(api, "/v2/create_events", pair, headers), ["event_ids"]);
@@ -1105,7 +1107,7 @@ t.test("G7: writes are atomic per call", async (t) => {
       const error = isError(t, await rawPost(api, "/v2/create_events", body, headers), 400, "Bad request");
       t.match(error.message, /^The request body has a number too large for a double \(.{1,40}\) at position \d+$/);
     }
-    t.same(await api.store.listEvents("g7-numbers"), [], "nothing was stored");
+    t.same(await inspect(api.store).listEvents("g7-numbers"), [], "nothing was stored");
     const fine = '{"events":[{"type":"llm","id":"n","big":1.7976931348623157e308,"tiny":1e-400,"e":"1e400"}]}';
     isSuccess(t, await rawPost(api, "/v2/create_events", fine, headers), ["event_ids"]);
     const [stored] = await eventViews(api.store, "g7-numbers");
@@ -1124,7 +1126,7 @@ t.test("G8: every call is safe to retry", async (t) => {
     const { jwt } = isSuccess(t, again, ["jwt", "session_id", "session_url"]);
     const flat = await api.withKey("/create_session", { session_id: "g8-s", tags: ["third"] });
     isSuccess(t, flat, ["jwt", "session_id", "session_url"]);
-    const stored = await api.store.getSession("g8-s");
+    const stored = await inspect(api.store).getSession("g8-s");
     t.same(stored?.tags, ["first"]);
     t.same(stored?.extra, { x: 1 });
     const use = await api.withJwt("/v2/create_events", { events: [{ type: "llm" }] }, jwt);
@@ -1152,7 +1154,7 @@ t.test("G8: every call is safe to retry", async (t) => {
     t.same(one.event_ids, ["r1", "r2"]);
     t.same(two.event_ids, ["r1", "r2"]);
     t.same(three.event_ids, ["r1", "r2"]);
-    const stored = await api.store.listEvents("g8-e");
+    const stored = await inspect(api.store).listEvents("g8-e");
     t.equal(stored.length, 2, "two events, not six");
     t.equal(stored.find((e) => e.id === "r1")?.model, "first", "the first stored copy stays");
   });
@@ -1167,7 +1169,7 @@ t.test("G8: every call is safe to retry", async (t) => {
       ],
     };
     t.same(isSuccess(t, await api.withJwt("/v2/create_events", batch, jwt), ["event_ids"]).event_ids, ["dup", "dup"]);
-    const stored = await api.store.listEvents("g8-twice");
+    const stored = await inspect(api.store).listEvents("g8-twice");
     t.equal(stored.length, 1);
     t.equal(stored[0]?.model, "b");
   });
@@ -1182,7 +1184,7 @@ t.test("G8: every call is safe to retry", async (t) => {
     t.match(one.event_ids[0], uuid7);
     t.match(two.event_ids[0], uuid7);
     t.not(one.event_ids[0], two.event_ids[0]);
-    t.equal((await api.store.listEvents("g8-noid")).length, 2);
+    t.equal((await inspect(api.store).listEvents("g8-noid")).length, 2);
   });
 
   t.test("G8: create_agent repeated is an upsert", async (t) => {
@@ -1191,7 +1193,7 @@ t.test("G8: every call is safe to retry", async (t) => {
     for (const name of ["one", "one", "two"]) {
       isSuccess(t, await api.withJwt("/v2/create_agent", { id: "agent", name }, jwt), ["agent_id"]);
     }
-    t.same(await api.store.listAgents("g8-a"), [{ id: "agent", name: "two", extra: {} }]);
+    t.same(await inspect(api.store).listAgents("g8-a"), [{ id: "agent", name: "two", extra: {} }]);
   });
 
   t.test("G8: update_session and update_events repeated answer 200 the same", async (t) => {
@@ -1214,7 +1216,7 @@ t.test("G8: every call is safe to retry", async (t) => {
     const patch = { events: [{ event_id: "x", completion: "4", completion_tokens: 1 }] };
     t.equal(isSuccess(t, await api.withJwt("/v2/update_events", patch, jwt), ["updated"]).updated, 1);
     t.equal(isSuccess(t, await api.withJwt("/v2/update_events", patch, jwt), ["updated"]).updated, 1);
-    const stored = await api.store.listEvents("g8-u");
+    const stored = await inspect(api.store).listEvents("g8-u");
     t.equal(stored.length, 1);
     t.equal(stored[0]?.completion_tokens, 1);
     t.equal(stored[0]?.fields.completion, "4");
@@ -1229,6 +1231,6 @@ t.test("G8: every call is safe to retry", async (t) => {
         "event_ids",
       ]);
     }
-    t.equal((await api.store.listEvents("g8-r")).length, 1);
+    t.equal((await inspect(api.store).listEvents("g8-r")).length, 1);
   });
 });

@@ -9,10 +9,11 @@ import { join } from "node:path";
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from "fastify";
 import type { Test } from "tap";
 import { type AppOptions, buildApp } from "../app.ts";
-import { openDb, sqliteStore } from "../db/sqlite.ts";
+import { openDb } from "../db/sqlite/open.ts";
+import { sqliteStore } from "../db/sqlite/store.ts";
 import type { Store } from "../db/store.ts";
-import { hashApiKey, keyPrefix } from "../lib/auth.ts";
-import { eventView, sessionView } from "../lib/records.ts";
+import { hashApiKey, keyPrefix } from "../domain/keys.ts";
+import { eventView, sessionView } from "../domain/views.ts";
 
 export const API_KEY = "11111111-1111-4111-8111-111111111111";
 export const OTHER_PROJECT_KEY = "22222222-2222-4222-8222-222222222222";
@@ -185,23 +186,44 @@ export function isInvalid(t: Test, res: LightMyRequestResponse, paths: string[])
 
 // ----------------------------------------------------------------------------- requests and readback
 
+/**
+ * What a test reads back of a session, whichever project holds it: the Store answers only
+ * project-scoped reads, so this looks in each project that has a key.
+ */
+export function inspect(store: Store) {
+  const find = async (id: string) => {
+    const projects = new Set((await store.listApiKeys()).map((key) => key.project_id));
+    for (const project of projects) {
+      const found = await store.readSession(project, id, { agents: true, events: true });
+      if (found) return found;
+    }
+    return undefined;
+  };
+  return {
+    getSession: async (id: string) => (await find(id))?.session,
+    listEvents: async (id: string) => (await find(id))?.events ?? [],
+    listAgents: async (id: string) => (await find(id))?.agents ?? [],
+    tokenCost: async (id: string) => (await find(id))?.totals.cost ?? 0,
+  };
+}
+
 /** POST a raw payload with exactly the headers given. */
 export const rawPost = (api: TestApp, url: string, payload: string | Buffer, headers: Record<string, string>) =>
   api.inject({ method: "POST", url, headers, payload });
 
 /** A session's stored events, as clients read them. */
 export async function eventViews(store: Store, sessionId: string) {
-  return (await store.listEvents(sessionId)).map((event) => eventView(event, sessionId));
+  return (await inspect(store).listEvents(sessionId)).map((event) => eventView(event, sessionId));
 }
 
 /** The ids of a session's stored events. */
 export async function eventIds(store: Store, sessionId: string) {
-  return (await store.listEvents(sessionId)).map((event) => event.id);
+  return (await inspect(store).listEvents(sessionId)).map((event) => event.id);
 }
 
 /** A session as stored, in the shape clients read it (S6); undefined when there is none. */
 export async function storedSession(store: Store, id: string) {
-  const record = await store.getSession(id);
+  const record = await inspect(store).getSession(id);
   return record === undefined ? undefined : sessionView(record);
 }
 

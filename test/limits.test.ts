@@ -6,12 +6,13 @@ import { readFileSync } from "node:fs";
 import { gzipSync } from "node:zlib";
 import type { LightMyRequestResponse } from "fastify";
 import t, { type Test } from "tap";
-import { sessionView } from "../lib/records.ts";
+import { sessionView } from "../domain/views.ts";
 import {
   API_KEY,
   build,
   eventViews,
   INVALID_API_KEY,
+  inspect,
   isError,
   isInvalid,
   isSuccess,
@@ -40,11 +41,15 @@ t.test("L1: body limit, id, tag and batch limits", async (t) => {
     const api = await build(t);
     const atLimit = sessionOfSize("l1-5mib", 5 * MIB);
     isSuccess(t, await rawPost(api, "/v2/create_session", atLimit, keyHeaders), ["jwt", "session_id", "session_url"]);
-    t.equal((await api.store.getSession("l1-5mib"))?.extra.pad, JSON.parse(atLimit).session.pad, "stored whole");
+    t.equal(
+      (await inspect(api.store).getSession("l1-5mib"))?.extra.pad,
+      JSON.parse(atLimit).session.pad,
+      "stored whole",
+    );
     const over = sessionOfSize("l1-over", 5 * MIB + 1);
     const body = tooLarge(t, await rawPost(api, "/v2/create_session", over, keyHeaders));
     t.match(body.message, /5242880/, "the message says the limit");
-    t.equal(await api.store.getSession("l1-over"), undefined);
+    t.equal(await inspect(api.store).getSession("l1-over"), undefined);
   });
 
   t.test("L1: the default limit counts the decompressed bytes", async (t) => {
@@ -55,7 +60,7 @@ t.test("L1: body limit, id, tag and batch limits", async (t) => {
     const over = gzipSync(sessionOfSize("l1-gz-over", 5 * MIB + 1));
     t.ok(over.length < MIB, "the compressed body is far under the limit");
     tooLarge(t, await rawPost(api, "/v2/create_session", over, gz));
-    t.equal(await api.store.getSession("l1-gz-over"), undefined);
+    t.equal(await inspect(api.store).getSession("l1-gz-over"), undefined);
   });
 
   t.test("L1: the body limit is configurable, before and after decompression", async (t) => {
@@ -80,7 +85,7 @@ t.test("L1: body limit, id, tag and batch limits", async (t) => {
       t,
       await rawPost(api, "/v2/create_events", events, { "content-type": json, authorization: `Bearer ${jwt}` }),
     );
-    t.same(await api.store.listEvents("l1-2k-ev"), []);
+    t.same(await inspect(api.store).listEvents("l1-2k-ev"), []);
   });
 
   t.test("L1: session ids of 256 characters are accepted, 257 or empty are 400", async (t) => {
@@ -91,7 +96,7 @@ t.test("L1: body limit, id, tag and batch limits", async (t) => {
       "session_id",
       "session_url",
     ]);
-    t.ok(await api.store.getSession(id256));
+    t.ok(await inspect(api.store).getSession(id256));
     const astral = "😀".repeat(256);
     isSuccess(t, await api.withKey("/v2/create_session", { session: { id: astral } }), [
       "jwt",
@@ -109,7 +114,7 @@ t.test("L1: body limit, id, tag and batch limits", async (t) => {
     isInvalid(t, await api.withKey("/create_session", { id: id257 }), ["id"]);
     isInvalid(t, await api.withKey("/v2/create_session", { session: { id: "" } }), ["session.id"]);
     isInvalid(t, await api.withKey("/v2/reauthorize_jwt", { session_id: id257 }), ["session_id"]);
-    t.equal(await api.store.getSession(id257), undefined);
+    t.equal(await inspect(api.store).getSession(id257), undefined);
   });
 
   t.test("L1: event, agent and agent_id ids of 256 characters are accepted, 257 are 400", async (t) => {
@@ -143,14 +148,14 @@ t.test("L1: body limit, id, tag and batch limits", async (t) => {
     isInvalid(t, await api.withJwt("/v2/update_events", { events: [{ event_id: id257, model: "x" }] }, jwt), [
       "events[0].event_id",
     ]);
-    const events = await api.store.listEvents("l1-ids");
+    const events = await inspect(api.store).listEvents("l1-ids");
     t.same(
       events.map((e) => e.id),
       [id256],
     );
     t.equal(events[0]?.model, "m");
     t.same(
-      (await api.store.listAgents("l1-ids")).map((a) => a.id),
+      (await inspect(api.store).listAgents("l1-ids")).map((a) => a.id),
       ["a".repeat(256)],
     );
   });
@@ -160,7 +165,7 @@ t.test("L1: body limit, id, tag and batch limits", async (t) => {
     const hundred = Array.from({ length: 100 }, (_, i) => `${i}`.padEnd(256, "t"));
     const res = await api.withKey("/v2/create_session", { session: { id: "l1-tags", tags: hundred } });
     const { jwt } = isSuccess(t, res, ["jwt", "session_id", "session_url"]);
-    t.same((await api.store.getSession("l1-tags"))?.tags, hundred);
+    t.same((await inspect(api.store).getSession("l1-tags"))?.tags, hundred);
 
     const tooMany = [...hundred, "one more"];
     isInvalid(t, await api.withKey("/v2/create_session", { session: { id: "l1-101", tags: tooMany } }), [
@@ -171,12 +176,12 @@ t.test("L1: body limit, id, tag and batch limits", async (t) => {
       "session.tags[3]",
     ]);
     isInvalid(t, await api.withKey("/create_session", { id: "l1-long", tags: tooLong }), ["tags[3]"]);
-    t.equal(await api.store.getSession("l1-101"), undefined);
-    t.equal(await api.store.getSession("l1-long"), undefined);
+    t.equal(await inspect(api.store).getSession("l1-101"), undefined);
+    t.equal(await inspect(api.store).getSession("l1-long"), undefined);
 
     isInvalid(t, await api.withJwt("/v2/update_session", { session: { tags: tooMany } }, jwt), ["session.tags"]);
     isInvalid(t, await api.withJwt("/v2/update_session", { session: { tags: tooLong } }, jwt), ["session.tags[3]"]);
-    t.same((await api.store.getSession("l1-tags"))?.tags, hundred, "unchanged");
+    t.same((await inspect(api.store).getSession("l1-tags"))?.tags, hundred, "unchanged");
     const update = await api.withJwt("/v2/update_session", { session: { tags: ["z".repeat(256)] } }, jwt);
     t.same(isSuccess(t, update, ["session", "token_cost", "session_url"]).session.tags, ["z".repeat(256)]);
   });
@@ -188,11 +193,11 @@ t.test("L1: body limit, id, tag and batch limits", async (t) => {
       Array.from({ length: n }, (_, i) => ({ id: `${prefix}-${i}`, type: "tool", name: "t" }));
     const res = await api.withJwt("/v2/create_events", { events: batch(1000, "ok") }, jwt);
     t.equal(isSuccess(t, res, ["event_ids"]).event_ids.length, 1000);
-    t.equal((await api.store.listEvents("l1-batch")).length, 1000);
+    t.equal((await inspect(api.store).listEvents("l1-batch")).length, 1000);
     isInvalid(t, await api.withJwt("/v2/create_events", { events: batch(1001, "big") }, jwt), ["events"]);
     isInvalid(t, await api.withJwt("/create_events", { events: batch(1001, "big") }, jwt), ["events"]);
     isInvalid(t, await api.withJwt("/v2/create_events", { events: [] }, jwt), ["events"]);
-    t.equal((await api.store.listEvents("l1-batch")).length, 1000, "nothing more stored");
+    t.equal((await inspect(api.store).listEvents("l1-batch")).length, 1000, "nothing more stored");
     const updates = Array.from({ length: 1001 }, (_, i) => ({ event_id: `ok-${i % 1000}`, model: "m" }));
     isInvalid(t, await api.withJwt("/v2/update_events", { events: updates }, jwt), ["events"]);
     isInvalid(t, await api.withJwt("/v2/update_events", { events: [] }, jwt), ["events"]);
@@ -208,12 +213,12 @@ t.test("L1: body limit, id, tag and batch limits", async (t) => {
       const body = isInvalid(t, await api.withJwt(url, { events: batch(6) }, jwt), ["events"]);
       t.match(body.details?.[0]?.message, /5/, `${url}: the detail says the maximum`);
     }
-    t.same(await api.store.listEvents("l1-max"), []);
+    t.same(await inspect(api.store).listEvents("l1-max"), []);
     t.equal(
       isSuccess(t, await api.withJwt("/v2/create_events", { events: batch(5) }, jwt), ["event_ids"]).event_ids.length,
       5,
     );
-    t.equal((await api.store.listEvents("l1-max")).length, 5);
+    t.equal((await inspect(api.store).listEvents("l1-max")).length, 5);
   });
 
   t.test("L1: bodies nest at most 100 levels: 100 is 200, 101 and 100 000 are 400, nothing stored", async (t) => {
@@ -252,7 +257,7 @@ t.test("L2: /create_session and /create_events behave like their /v2 twins", asy
     jwt: "never stored",
   };
   const view = async (api: TestApp, id: string) => {
-    const stored = await api.store.getSession(id);
+    const stored = await inspect(api.store).getSession(id);
     if (!stored) throw new Error(`no session ${id}`);
     return { ...sessionView(stored), id: "*", project_id: stored.project_id };
   };
@@ -280,7 +285,7 @@ t.test("L2: /create_session and /create_events behave like their /v2 twins", asy
     t.equal(flat.session_url, "http://agentmon.test/sessions/l2-flat");
     t.same(await view(api, "l2-flat"), await view(api, "l2-v2"));
     t.same(await view(api, "l2-sdk"), await view(api, "l2-v2"));
-    const stored = await api.store.getSession("l2-flat");
+    const stored = await inspect(api.store).getSession("l2-flat");
     t.equal(stored?.init_timestamp, "2026-11-22T05:09:43.640361Z");
     t.equal(stored?.end_state, "Success");
     t.notOk(stored && "jwt" in stored.extra);
@@ -302,10 +307,10 @@ t.test("L2: /create_session and /create_events behave like their /v2 twins", asy
     const api = await build(t);
     const res = await api.withKey("/create_session", { id: "l2-top", session: { id: "inner", tags: ["x"] } });
     t.equal(isSuccess(t, res, ["jwt", "session_id", "session_url"]).session_id, "l2-top");
-    const stored = await api.store.getSession("l2-top");
+    const stored = await inspect(api.store).getSession("l2-top");
     t.same(stored?.extra, { session: { id: "inner", tags: ["x"] } });
     t.equal(stored?.tags, null);
-    t.equal(await api.store.getSession("inner"), undefined);
+    t.equal(await inspect(api.store).getSession("inner"), undefined);
   });
 
   t.test("L2: /create_session errors match /v2, with flat paths", async (t) => {
@@ -326,7 +331,7 @@ t.test("L2: /create_session and /create_events behave like their /v2 twins", asy
     isError(t, plain, 415, "Unsupported media type");
     await api.session("l2-theirs", {}, OTHER_PROJECT_KEY);
     isError(t, await api.withKey("/create_session", { id: "l2-theirs" }), 409, "Session already exists");
-    t.equal(await api.store.getSession("l2-e"), undefined);
+    t.equal(await inspect(api.store).getSession("l2-e"), undefined);
   });
 
   t.test("L2: /create_events answers and stores exactly like /v2/create_events", async (t) => {
@@ -377,8 +382,8 @@ t.test("L2: /create_session and /create_events behave like their /v2 twins", asy
     await same(JSON.stringify({ events: [{ type: "llm", pad: "p".repeat(5000) }] }), bearer, 413);
     await same("{}", { ...bearer, "content-type": "text/plain" }, 415);
     await same("{}", { ...bearer, "content-encoding": "br" }, 415);
-    t.same(await api.store.listEvents("l2-err"), []);
-    t.same(await api.store.listEvents("l2-err-other"), []);
+    t.same(await inspect(api.store).listEvents("l2-err"), []);
+    t.same(await inspect(api.store).listEvents("l2-err-other"), []);
   });
 
   t.test("L2: retries across the two paths never duplicate", async (t) => {
@@ -390,11 +395,11 @@ t.test("L2: /create_session and /create_events behave like their /v2 twins", asy
       "session_id",
       "session_url",
     ]);
-    t.same((await api.store.getSession("l2-retry"))?.tags, ["first"]);
+    t.same((await inspect(api.store).getSession("l2-retry"))?.tags, ["first"]);
     const events = { events: [{ id: "r", type: "llm" }] };
     isSuccess(t, await api.withJwt("/create_events", events, jwt), ["event_ids"]);
     isSuccess(t, await api.withJwt("/v2/create_events", events, jwt), ["event_ids"]);
-    t.equal((await api.store.listEvents("l2-retry")).length, 1);
+    t.equal((await inspect(api.store).listEvents("l2-retry")).length, 1);
   });
 });
 

@@ -7,9 +7,10 @@ import { randomUUID } from "node:crypto";
 import { connect, type Socket } from "node:net";
 import { join } from "node:path";
 import t, { type Test } from "tap";
-import { openDb, sqliteStore } from "../db/sqlite.ts";
+import { openDb } from "../db/sqlite/open.ts";
+import { sqliteStore } from "../db/sqlite/store.ts";
 import { loadConfig } from "../server.ts";
-import { API_KEY, build, OTHER_PROJECT_KEY, tempDir, UNKNOWN_KEY } from "./helper.ts";
+import { API_KEY, build, inspect, OTHER_PROJECT_KEY, tempDir, UNKNOWN_KEY } from "./helper.ts";
 import { agentmon, childEnv, LISTENING } from "./process.ts";
 
 /** A raw TCP client: everything the server writes, and whether it closed the connection. */
@@ -60,7 +61,7 @@ t.test("O1: a body that trickles in slower than the request timeout gets 408 and
   );
   await client.closed;
   t.match(client.received(), /^HTTP\/1\.1 408 /, "408");
-  t.equal(await store.getSession("slow-body"), undefined, "the session was not created");
+  t.equal(await inspect(store).getSession("slow-body"), undefined, "the session was not created");
 });
 
 t.test("O1: an idle keep-alive connection is closed by the server after the keep-alive timeout", async (t) => {
@@ -112,7 +113,7 @@ t.test("O2: while the event loop lags, new requests get 503 with Retry-After; /h
   t.equal(refused.headers["retry-after"], "2", "Retry-After");
   t.equal(refused.json().error, "Service unavailable");
   t.match(refused.json().message, /^The server is overloaded \(event loop lag \d+ ms\); retry after 2 seconds$/);
-  t.equal(await store.getSession("under-pressure"), undefined, "nothing was stored");
+  t.equal(await inspect(store).getSession("under-pressure"), undefined, "nothing was stored");
 
   const health = await app.inject({ method: "GET", url: "/healthz" });
   t.equal(health.statusCode, 200, "/healthz is never refused");
@@ -151,7 +152,7 @@ t.test("O3: the rate limit is per API key, counts JWT calls, and answers 429 wit
     message: "This API key is over its request rate limit; retry after 20 seconds",
   });
   t.same(
-    (await store.listEvents("rl-1")).map((e) => e.id),
+    (await inspect(store).listEvents("rl-1")).map((e) => e.id),
     ["e1"],
     "the refused call stored nothing",
   );

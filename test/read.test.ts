@@ -10,6 +10,7 @@ import {
   build,
   eventViews,
   INVALID_API_KEY,
+  inspect,
   isAnswer,
   isError,
   isInvalid,
@@ -921,9 +922,9 @@ t.test("DELETE removes the session, its events and agents, and nothing else", as
   const keptBefore = (await read(api, "/v2/sessions/kept/export")).body;
 
   isAnswer(t, await read(api, "/v2/sessions/doomed", API_KEY, "DELETE"), 200, { status: "success" });
-  t.equal(await api.store.getSession("doomed"), undefined, "the session is gone");
-  t.strictSame(await api.store.listEvents("doomed"), [], "its events are gone");
-  t.strictSame(await api.store.listAgents("doomed"), [], "its agents are gone");
+  t.equal(await inspect(api.store).getSession("doomed"), undefined, "the session is gone");
+  t.strictSame(await inspect(api.store).listEvents("doomed"), [], "its events are gone");
+  t.strictSame(await inspect(api.store).listAgents("doomed"), [], "its agents are gone");
   for (const [, , suffix] of OPERATIONS.filter(([, method]) => method === "GET")) {
     isAnswer(t, await read(api, `/v2/sessions/doomed${suffix}`), 404, notFound("doomed"));
   }
@@ -943,7 +944,7 @@ t.test("DELETE removes the session, its events and agents, and nothing else", as
       isAnswer(t, await api.withJwt(url, body, jwt), 404, notFound("doomed"), url);
     }
     isAnswer(t, await api.withKey("/v2/reauthorize_jwt", { session_id: "doomed" }), 404, notFound("doomed"));
-    t.equal(await api.store.getSession("doomed"), undefined, "nothing was written");
+    t.equal(await inspect(api.store).getSession("doomed"), undefined, "nothing was written");
     await api.session("doomed");
     const stats = (await read(api, "/v2/sessions/doomed/stats")).json().stats;
     t.equal(stats.events, 0, "a new session with the same id starts empty");

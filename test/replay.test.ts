@@ -5,9 +5,9 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import t, { type Test } from "tap";
-import { openThreadedStore } from "../db/thread.ts";
-import { sessionView } from "../lib/records.ts";
-import { build, eventViews, tempDir } from "./helper.ts";
+import { openThreadedStore } from "../db/sqlite/thread.ts";
+import { sessionView } from "../domain/views.ts";
+import { build, eventViews, inspect, tempDir } from "./helper.ts";
 
 const FIXTURES = new URL("../../shared/fixtures/agentops-sdk-0.3/", import.meta.url);
 
@@ -62,7 +62,7 @@ for (const [version, storage] of readdirSync(FIXTURES)
     const ended = fixtures[4]?.body.session;
     const sessionId: string = created.session_id;
 
-    const session = await store.getSession(sessionId);
+    const session = await inspect(store).getSession(sessionId);
     t.ok(session, "the session exists under the SDK's session_id");
     if (!session) return;
     const view = sessionView(session);
@@ -85,7 +85,7 @@ for (const [version, storage] of readdirSync(FIXTURES)
     t.equal(final.token_cost, llmCost === undefined ? "0.0000024" : "0.0000021", "token_cost sums the llm costs");
     t.equal(final.session_url, `http://agentmon.test/sessions/${sessionId}`);
 
-    const agents = await store.listAgents(sessionId);
+    const agents = await inspect(store).listAgents(sessionId);
     t.same(
       agents.map((a) => ({ id: a.id, name: a.name })),
       [{ id: fixtures[1]?.body.id, name: "realclient-driver-agent" }],

@@ -7,11 +7,12 @@ import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import t, { type Test } from "tap";
-import { openDb, sqliteStore } from "../db/sqlite.ts";
-import type { ApiKeyRecord } from "../db/store.ts";
-import { hashApiKey, keyPrefix } from "../lib/auth.ts";
+import { openDb } from "../db/sqlite/open.ts";
+import { sqliteStore } from "../db/sqlite/store.ts";
+import { hashApiKey, keyPrefix } from "../domain/keys.ts";
+import type { ApiKeyRecord } from "../domain/types.ts";
 import { ConfigError, loadConfig, main, readSize } from "../server.ts";
-import { API_KEY, build, eventIds, INVALID_JWT, MIB, tempDir } from "./helper.ts";
+import { API_KEY, build, eventIds, INVALID_JWT, inspect, MIB, tempDir } from "./helper.ts";
 import { agentmon, childEnv, LISTENING, WAIT_MS } from "./process.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -437,7 +438,7 @@ t.test("serve: a real process answers, logs each request once, stops on SIGTERM 
   t.notOk(output.includes(jwt), "the JWT is never logged");
 
   const store = sqliteStore(openDb(db));
-  const session = await store.getSession("real-1");
+  const session = await inspect(store).getSession("real-1");
   t.equal(session?.id, "real-1", "the session is in the database");
   t.same(await eventIds(store, "real-1"), ["ev-1"], "and its event");
   await store.close();

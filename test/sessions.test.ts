@@ -12,6 +12,7 @@ import {
   forbidden,
   INVALID_API_KEY,
   INVALID_JWT,
+  inspect,
   invalid,
   isAnswer,
   OTHER_PROJECT_KEY,
@@ -84,7 +85,7 @@ t.test("S1: create_session", async (t) => {
 
   t.test("S1: id alone creates the session in the key's project", async (t) => {
     await createsBare(t, { id: "s-id" }, "s-id");
-    t.equal((await api.store.getSession("s-id"))?.project_id, await projectIdOf(api.store, "default"));
+    t.equal((await inspect(api.store).getSession("s-id"))?.project_id, await projectIdOf(api.store, "default"));
   });
 
   t.test("S1: session_id alone (the SDK's name) creates the session", async (t) => {
@@ -99,8 +100,8 @@ t.test("S1: create_session", async (t) => {
     const { withKey, store } = api;
     const res = await withKey("/v2/create_session", { session: { id: "a", session_id: "b" } });
     isAnswer(t, res, 400, invalid({ path: "session.session_id", message: 'must equal id ("a") when both are given' }));
-    t.equal(await store.getSession("a"), undefined);
-    t.equal(await store.getSession("b"), undefined);
+    t.equal(await inspect(store).getSession("a"), undefined);
+    t.equal(await inspect(store).getSession("b"), undefined);
   });
 
   t.test("S1: neither id nor session_id is a 400", async (t) => {
@@ -116,7 +117,7 @@ t.test("S1: create_session", async (t) => {
     const { withKey, store } = api;
     const res = await withKey("/v2/create_session", { id: "unwrapped" });
     isAnswer(t, res, 400, invalid({ path: "session", message: "is required" }));
-    t.equal(await store.getSession("unwrapped"), undefined);
+    t.equal(await inspect(store).getSession("unwrapped"), undefined);
   });
 
   t.test("S1: an empty id or session_id is a 400", async (t) => {
@@ -131,10 +132,10 @@ t.test("S1: create_session", async (t) => {
     const { withKey, store } = api;
     const ok = await withKey("/v2/create_session", { session: { id: "x".repeat(256) } });
     t.equal(ok.statusCode, 200);
-    t.ok(await store.getSession("x".repeat(256)));
+    t.ok(await inspect(store).getSession("x".repeat(256)));
     const long = await withKey("/v2/create_session", { session: { id: "y".repeat(257) } });
     isAnswer(t, long, 400, invalid({ path: "session.id", message: "must be at most 256 characters" }));
-    t.equal(await store.getSession("y".repeat(257)), undefined);
+    t.equal(await inspect(store).getSession("y".repeat(257)), undefined);
   });
 
   t.test("S1: an id that is not a string is a 400", async (t) => {
@@ -152,17 +153,17 @@ t.test("S1: create_session", async (t) => {
   t.test("S1: init_timestamp absent is the server's receive time", async (t) => {
     const { withKey, store } = api;
     t.equal((await withKey("/v2/create_session", { session: { id: "absent" } })).statusCode, 200);
-    t.equal((await store.getSession("absent"))?.init_timestamp, NOW_ISO);
+    t.equal((await inspect(store).getSession("absent"))?.init_timestamp, NOW_ISO);
     const nulled = await withKey("/v2/create_session", { session: { id: "null", init_timestamp: null } });
     t.equal(nulled.statusCode, 200);
-    t.equal((await store.getSession("null"))?.init_timestamp, NOW_ISO);
+    t.equal((await inspect(store).getSession("null"))?.init_timestamp, NOW_ISO);
   });
 
   t.test("S1: init_timestamp given is stored in UTC", async (t) => {
     const { withKey, store } = api;
     const session = { id: "given", init_timestamp: "2026-11-22T10:39:43.640361+05:30" };
     t.equal((await withKey("/v2/create_session", { session })).statusCode, 200);
-    t.equal((await store.getSession("given"))?.init_timestamp, "2026-11-22T05:09:43.640361Z");
+    t.equal((await inspect(store).getSession("given"))?.init_timestamp, "2026-11-22T05:09:43.640361Z");
   });
 
   t.test("S1: an init_timestamp that is a date alone is a 400 naming the path", async (t) => {
@@ -177,7 +178,7 @@ t.test("S1: create_session", async (t) => {
         message: "must be an ISO 8601 date-time with a time, such as 2026-11-22T05:09:43.640361Z",
       }),
     );
-    t.equal(await store.getSession("date"), undefined);
+    t.equal(await inspect(store).getSession("date"), undefined);
   });
 
   t.test("S1: tags, host_env, end_state, end_timestamp, end_state_reason on create are stored", async (t) => {
@@ -212,7 +213,7 @@ t.test("S1: create_session", async (t) => {
     const { withKey, store } = api;
     const res = await withKey("/v2/create_session", { session: { id: "bad-tags", tags: ["ok", 7] } });
     isAnswer(t, res, 400, invalid({ path: "session.tags[1]", message: "must be a string" }));
-    t.equal(await store.getSession("bad-tags"), undefined);
+    t.equal(await inspect(store).getSession("bad-tags"), undefined);
   });
 
   t.test("S1: /create_session takes the fields flat", async (t) => {
@@ -237,7 +238,7 @@ t.test("S1: create_session", async (t) => {
     t.equal(res.statusCode, 200);
     t.equal(res.json().session_id, "top");
     t.strictSame(await storedSession(store, "top"), { ...bare("top"), session: { id: "inner" } });
-    t.equal(await store.getSession("inner"), undefined);
+    t.equal(await inspect(store).getSession("inner"), undefined);
   });
 
   t.test("S1: /create_session with a session object and null top-level ids is the wrapped form", async (t) => {
@@ -258,8 +259,8 @@ t.test("S1: create_session", async (t) => {
     const { withKey, store } = api;
     const res = await withKey("/create_session", { id: "fa", session_id: "fb" });
     isAnswer(t, res, 400, invalid({ path: "session_id", message: 'must equal id ("fa") when both are given' }));
-    t.equal(await store.getSession("fa"), undefined);
-    t.equal(await store.getSession("fb"), undefined);
+    t.equal(await inspect(store).getSession("fa"), undefined);
+    t.equal(await inspect(store).getSession("fb"), undefined);
   });
 
   t.test("S1: /create_session flat with no id is a 400", async (t) => {
@@ -277,7 +278,7 @@ t.test("S1: create_session", async (t) => {
       payload: JSON.stringify({ session: { id: "nokey" } }),
     });
     isAnswer(t, res, 401, INVALID_API_KEY);
-    t.equal(await store.getSession("nokey"), undefined);
+    t.equal(await inspect(store).getSession("nokey"), undefined);
   });
 });
 
@@ -326,7 +327,7 @@ t.test("S2: create_session answer", async (t) => {
     const res = await withJwt("/v2/update_session", { session: { end_state: "Success" } }, created.json().jwt);
     t.equal(res.statusCode, 200);
     t.equal(res.json().session.id, "usable");
-    t.equal((await store.getSession("usable"))?.end_state, "Success");
+    t.equal((await inspect(store).getSession("usable"))?.end_state, "Success");
   });
 
   t.test("S2: the unversioned path answers the same shape", async (t) => {
@@ -413,7 +414,7 @@ t.test("S3: creating an id that exists", async (t) => {
   t.test("S3: same id in another project is a 409 and changes nothing", async (t) => {
     const { withKey, session, store } = api;
     await session("taken", { tags: ["mine"] });
-    const before = await store.getSession("taken");
+    const before = await inspect(store).getSession("taken");
     const res = await withKey(
       "/v2/create_session",
       { session: { id: "taken", tags: ["theirs"], end_state: "Fail" } },
@@ -423,7 +424,7 @@ t.test("S3: creating an id that exists", async (t) => {
       error: "Session already exists",
       message: "Session taken belongs to another project; choose another id",
     });
-    t.strictSame(await store.getSession("taken"), before);
+    t.strictSame(await inspect(store).getSession("taken"), before);
     t.equal(before?.project_id, await projectIdOf(store, "default"));
   });
 
@@ -458,7 +459,7 @@ t.test("S4: update_session", async (t) => {
     const res = await withJwt("/v2/update_session", { session: { end_state_reason: "no id" } }, jwt);
     t.equal(res.statusCode, 200);
     t.equal(res.json().session.end_state_reason, "no id");
-    t.equal((await store.getSession("s4-noid"))?.end_state_reason, "no id");
+    t.equal((await inspect(store).getSession("s4-noid"))?.end_state_reason, "no id");
   });
 
   t.test("S4: an id equal to the JWT's session is fine", async (t) => {
@@ -466,7 +467,7 @@ t.test("S4: update_session", async (t) => {
     const jwt = await session("s4-id");
     const res = await withJwt("/v2/update_session", { session: { id: "s4-id", end_state_reason: "by id" } }, jwt);
     t.equal(res.statusCode, 200);
-    t.equal((await store.getSession("s4-id"))?.end_state_reason, "by id");
+    t.equal((await inspect(store).getSession("s4-id"))?.end_state_reason, "by id");
   });
 
   t.test("S4: session_id alone equal to the JWT's session is fine", async (t) => {
@@ -475,7 +476,7 @@ t.test("S4: update_session", async (t) => {
     const body = { session: { session_id: "s4-sid", end_state_reason: "by session_id" } };
     const res = await withJwt("/v2/update_session", body, jwt);
     t.equal(res.statusCode, 200);
-    t.equal((await store.getSession("s4-sid"))?.end_state_reason, "by session_id");
+    t.equal((await inspect(store).getSession("s4-sid"))?.end_state_reason, "by session_id");
   });
 
   t.test("S4: id and session_id both equal to the JWT's session are fine", async (t) => {
@@ -484,40 +485,40 @@ t.test("S4: update_session", async (t) => {
     const body = { session: { id: "s4-both", session_id: "s4-both", end_state_reason: "both" } };
     const res = await withJwt("/v2/update_session", body, jwt);
     t.equal(res.statusCode, 200);
-    t.equal((await store.getSession("s4-both"))?.end_state_reason, "both");
+    t.equal((await inspect(store).getSession("s4-both"))?.end_state_reason, "both");
   });
 
   t.test("S4: an id of another session is a 403 and changes nothing", async (t) => {
     const { session, withJwt, store } = api;
     const jwt = await session("mine", { tags: ["m"] });
     await session("yours", { tags: ["y"] });
-    const mine = await store.getSession("mine");
-    const yours = await store.getSession("yours");
+    const mine = await inspect(store).getSession("mine");
+    const yours = await inspect(store).getSession("yours");
     for (const ids of [{ id: "yours" }, { session_id: "yours" }, { id: "yours", session_id: "yours" }]) {
       const res = await withJwt("/v2/update_session", { session: { ...ids, tags: ["hacked"] } }, jwt);
       isAnswer(t, res, 403, forbidden("mine", "yours"), JSON.stringify(ids));
     }
     const ghost = await withJwt("/v2/update_session", { session: { id: "ghost", tags: ["x"] } }, jwt);
     isAnswer(t, ghost, 403, forbidden("mine", "ghost"));
-    t.strictSame(await store.getSession("mine"), mine);
-    t.strictSame(await store.getSession("yours"), yours);
-    t.equal(await store.getSession("ghost"), undefined);
+    t.strictSame(await inspect(store).getSession("mine"), mine);
+    t.strictSame(await inspect(store).getSession("yours"), yours);
+    t.equal(await inspect(store).getSession("ghost"), undefined);
   });
 
   t.test("S4: an id of a session of another project is a 403 too", async (t) => {
     const { session, withJwt, store } = api;
     const jwt = await session("mine2");
     await session("theirs2", { tags: ["t"] }, OTHER_PROJECT_KEY);
-    const before = await store.getSession("theirs2");
+    const before = await inspect(store).getSession("theirs2");
     const res = await withJwt("/v2/update_session", { session: { id: "theirs2", tags: ["x"] } }, jwt);
     isAnswer(t, res, 403, forbidden("mine2", "theirs2"));
-    t.strictSame(await store.getSession("theirs2"), before);
+    t.strictSame(await inspect(store).getSession("theirs2"), before);
   });
 
   t.test("S4: id and session_id that differ are a 400 and change nothing", async (t) => {
     const { session, withJwt, store } = api;
     const jwt = await session("s4-differ", { tags: ["keep"] });
-    const before = await store.getSession("s4-differ");
+    const before = await inspect(store).getSession("s4-differ");
     for (const [id, sid] of [
       ["s4-differ", "other"],
       ["other", "s4-differ"],
@@ -531,7 +532,7 @@ t.test("S4: update_session", async (t) => {
         `${id}/${sid}`,
       );
     }
-    t.strictSame(await store.getSession("s4-differ"), before);
+    t.strictSame(await inspect(store).getSession("s4-differ"), before);
   });
 
   t.test("S4: only the fields present change", async (t) => {
@@ -612,10 +613,10 @@ t.test("S4: update_session", async (t) => {
     const res = await withJwt("/v2/update_session", { session: { tags: ["d"] } }, jwt);
     t.equal(res.statusCode, 200);
     t.strictSame(res.json().session.tags, ["d"]);
-    t.strictSame((await store.getSession("tags"))?.tags, ["d"]);
+    t.strictSame((await inspect(store).getSession("tags"))?.tags, ["d"]);
     const emptied = await withJwt("/v2/update_session", { session: { tags: [] } }, jwt);
     t.equal(emptied.statusCode, 200);
-    t.strictSame((await store.getSession("tags"))?.tags, []);
+    t.strictSame((await inspect(store).getSession("tags"))?.tags, []);
   });
 
   t.test("S4: unknown fields merge into the stored ones", async (t) => {
@@ -633,17 +634,17 @@ t.test("S4: update_session", async (t) => {
     await session("jwt-only");
     const res = await withKey("/v2/update_session", { session: { id: "jwt-only", end_state: "Fail" } });
     isAnswer(t, res, 401, INVALID_JWT);
-    t.equal((await store.getSession("jwt-only"))?.end_state, null);
+    t.equal((await inspect(store).getSession("jwt-only"))?.end_state, null);
   });
 
   t.test("S4: a JWT of another project's session cannot reach a session of mine", async (t) => {
     const { session, withJwt, store } = api;
     await session("mine3", { tags: ["m"] });
     const theirs = await session("theirs3", {}, OTHER_PROJECT_KEY);
-    const before = await store.getSession("mine3");
+    const before = await inspect(store).getSession("mine3");
     const res = await withJwt("/v2/update_session", { session: { id: "mine3", tags: ["x"] } }, theirs);
     isAnswer(t, res, 403, forbidden("theirs3", "mine3"));
-    t.strictSame(await store.getSession("mine3"), before);
+    t.strictSame(await inspect(store).getSession("mine3"), before);
   });
 
   t.test("S4: the session wrapper is required", async (t) => {
@@ -677,7 +678,7 @@ t.test("S5: end_state", async (t) => {
       const res = await withJwt("/v2/update_session", { session: { end_state: sent } }, jwt);
       t.equal(res.statusCode, 200, sent);
       t.equal(res.json().session.end_state, canonical, sent);
-      t.equal((await store.getSession("s5"))?.end_state, canonical, sent);
+      t.equal((await inspect(store).getSession("s5"))?.end_state, canonical, sent);
     }
   });
 
@@ -710,7 +711,7 @@ t.test("S5: end_state", async (t) => {
       const res = await withJwt("/v2/update_session", { session: { end_state: sent } }, jwt);
       t.equal(res.statusCode, 200, JSON.stringify(sent));
       t.equal(res.json().session.end_state, canonical, JSON.stringify(sent));
-      t.equal((await store.getSession("aliases"))?.end_state, canonical, JSON.stringify(sent));
+      t.equal((await inspect(store).getSession("aliases"))?.end_state, canonical, JSON.stringify(sent));
       previous = canonical;
     }
   });
@@ -726,7 +727,7 @@ t.test("S5: end_state", async (t) => {
     for (const [index, [sent, canonical]] of cases.entries()) {
       const res = await withKey("/v2/create_session", { session: { id: `c${index}`, end_state: sent } });
       t.equal(res.statusCode, 200, sent);
-      t.equal((await store.getSession(`c${index}`))?.end_state, canonical, sent);
+      t.equal((await inspect(store).getSession(`c${index}`))?.end_state, canonical, sent);
     }
   });
 
@@ -740,13 +741,13 @@ t.test("S5: end_state", async (t) => {
       t.strictSame(body, invalid({ path: "session.end_state", message: END_STATE_RULE }), bad);
       for (const accepted of ["Success", "Fail", "Indeterminate"]) t.match(body.message, accepted);
     }
-    const after = await store.getSession("bogus");
+    const after = await inspect(store).getSession("bogus");
     t.equal(after?.end_state, "Success");
     t.equal(after?.tags, null);
 
     const create = await withKey("/v2/create_session", { session: { id: "bogus-create", end_state: "bogus" } });
     isAnswer(t, create, 400, invalid({ path: "session.end_state", message: END_STATE_RULE }));
-    t.equal(await store.getSession("bogus-create"), undefined);
+    t.equal(await inspect(store).getSession("bogus-create"), undefined);
   });
 
   t.test("S5: a value padded with whitespace is not an accepted value", async (t) => {
@@ -756,7 +757,7 @@ t.test("S5: end_state", async (t) => {
       const res = await withJwt("/v2/update_session", { session: { end_state: bad } }, jwt);
       isAnswer(t, res, 400, invalid({ path: "session.end_state", message: END_STATE_RULE }), JSON.stringify(bad));
     }
-    t.equal((await store.getSession("padded"))?.end_state, "Fail");
+    t.equal((await inspect(store).getSession("padded"))?.end_state, "Fail");
   });
 
   t.test("S5: an end_state that is not a string is a 400", async (t) => {
@@ -764,7 +765,7 @@ t.test("S5: end_state", async (t) => {
     const jwt = await session("num", { end_state: "Fail" });
     const res = await withJwt("/v2/update_session", { session: { end_state: 1 } }, jwt);
     isAnswer(t, res, 400, invalid({ path: "session.end_state", message: "must be a string or null" }));
-    t.equal((await store.getSession("num"))?.end_state, "Fail");
+    t.equal((await inspect(store).getSession("num"))?.end_state, "Fail");
   });
 });
 
@@ -968,13 +969,13 @@ t.test("S7: an ended session stays writable", async (t) => {
       jwt,
     );
     t.equal(res.statusCode, 200);
-    const s = await store.getSession("reopen");
+    const s = await inspect(store).getSession("reopen");
     t.equal(s?.end_state, "Fail");
     t.equal(s?.end_timestamp, "2026-11-22T05:10:00Z");
     t.equal(s?.end_state_reason, "late failure");
     const back = await withJwt("/v2/update_session", { session: { end_state: "Indeterminate" } }, jwt);
     t.equal(back.statusCode, 200);
-    t.equal((await store.getSession("reopen"))?.end_state, "Indeterminate");
+    t.equal((await inspect(store).getSession("reopen"))?.end_state, "Indeterminate");
   });
 
   t.test("S7: update_events and create_agent work after the end", async (t) => {
@@ -984,9 +985,9 @@ t.test("S7: an ended session stays writable", async (t) => {
     t.equal((await withJwt("/v2/update_session", { session: { end_state: "Fail" } }, jwt)).statusCode, 200);
     const upd = await withJwt("/v2/update_events", { events: [{ event_id: "e", completion: "late" }] }, jwt);
     t.equal(upd.statusCode, 200);
-    t.equal((await store.listEvents("ended2"))[0]?.fields.completion, "late");
+    t.equal((await inspect(store).listEvents("ended2"))[0]?.fields.completion, "late");
     const agent = await withJwt("/v2/create_agent", { id: "ag", name: "late agent" }, jwt);
     t.equal(agent.statusCode, 200);
-    t.strictSame(await store.listAgents("ended2"), [{ id: "ag", name: "late agent", extra: {} }]);
+    t.strictSame(await inspect(store).listAgents("ended2"), [{ id: "ag", name: "late agent", extra: {} }]);
   });
 });

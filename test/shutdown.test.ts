@@ -7,8 +7,9 @@ import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
-import { openDb, sqliteStore } from "../db/sqlite.ts";
-import { API_KEY, build } from "./helper.ts";
+import { openDb } from "../db/sqlite/open.ts";
+import { sqliteStore } from "../db/sqlite/store.ts";
+import { API_KEY, build, inspect } from "./helper.ts";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -40,7 +41,7 @@ t.test("G7: closing finishes the request in flight, stores it, then closes the d
   t.match(received, /^HTTP\/1\.1 200 /, "the request in flight is answered 200");
   t.match(received, /"session_id":"in-flight"/);
   const reopened = sqliteStore(openDb(dbPath));
-  t.equal((await reopened.getSession("in-flight"))?.id, "in-flight", "and its data is on disk");
+  t.equal((await inspect(reopened).getSession("in-flight"))?.id, "in-flight", "and its data is on disk");
   await reopened.close();
 });
 

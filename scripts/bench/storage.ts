@@ -9,11 +9,12 @@
  * Prints one JSON line: {"rows", "seconds", "rows_per_s", "session_id"}.
  */
 import { randomUUID } from "node:crypto";
-import { openDb, sqliteStore } from "../../db/sqlite.ts";
-import type { EventRecord } from "../../db/store.ts";
-import { hashApiKey, keyPrefix } from "../../lib/auth.ts";
-import { newEvent, readEvent } from "../../lib/records.ts";
-import { timestampFromMillis } from "../../lib/timestamps.ts";
+import { openDb } from "../../db/sqlite/open.ts";
+import { sqliteStore } from "../../db/sqlite/store.ts";
+import { hashApiKey, keyPrefix } from "../../domain/keys.ts";
+import { newEvent, readEvent } from "../../domain/records.ts";
+import { timestampFromMillis } from "../../domain/timestamps.ts";
+import type { EventRecord } from "../../domain/types.ts";
 import { eventBatch } from "../load.ts";
 
 const [path = "", total = "100000", batchSize = "1000", key = randomUUID()] = process.argv.slice(2);

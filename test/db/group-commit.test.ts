@@ -14,18 +14,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import t, { type Test } from "tap";
-import {
-  type DbOptions,
-  GROUP_MAX_CALLS,
-  GROUP_MAX_ROWS,
-  openDb,
-  type SqliteStore,
-  sqliteStore,
-} from "../../db/sqlite.ts";
-import type { EventRecord, NewSession } from "../../db/store.ts";
-import { readEvent } from "../../lib/records.ts";
+import { GROUP_MAX_CALLS, GROUP_MAX_ROWS } from "../../db/sqlite/group-commit.ts";
+import { type DbOptions, openDb } from "../../db/sqlite/open.ts";
+import { type SqliteStore, type StoreOptions, sqliteStore } from "../../db/sqlite/store.ts";
+import { readEvent } from "../../domain/records.ts";
+import type { EventRecord, NewSession } from "../../domain/types.ts";
 import { ConfigError, loadConfig, main } from "../../server.ts";
-import { tempDir } from "../helper.ts";
+import { inspect, tempDir } from "../helper.ts";
 
 const session = (id: string): NewSession => ({
   id,
@@ -80,10 +75,10 @@ interface Fixture {
   };
 }
 
-async function fixture(t: Test, options: DbOptions = {}): Promise<Fixture> {
+async function fixture(t: Test, options: DbOptions = {}, storeOptions: StoreOptions = {}): Promise<Fixture> {
   const path = join(tempDir(t), "agentmon.db");
   const db = openDb(path, options);
-  const store = sqliteStore(db);
+  const store = sqliteStore(db, storeOptions);
   t.teardown(() => store.close());
   const project = (await store.createApiKey("hash", "hhhhhhhh", "p", "2026-11-22T00:00:00Z")).project_id;
   const reader = new Database(path, { readonly: true });
@@ -105,11 +100,14 @@ async function fixture(t: Test, options: DbOptions = {}): Promise<Fixture> {
   };
 }
 
-/** The SQLite code of a rejection, or "resolved". */
+/** The SQLite code of a rejection (a storage fault keeps it as its cause), or "resolved". */
 const outcome = async (promise: Promise<unknown>) =>
   promise.then(
     () => "resolved",
-    (error: unknown) => String((error as { code?: unknown }).code ?? (error as Error).message),
+    (error: unknown) => {
+      const e = error as { code?: unknown; cause?: { code?: unknown }; message: string };
+      return String(e.cause?.code ?? e.code ?? e.message);
+    },
   );
 
 t.test("203 concurrent write calls of every kind are one transaction, settled only once committed", async (t) => {
@@ -165,7 +163,7 @@ t.test("203 concurrent write calls of every kind are one transaction, settled on
   );
   t.equal(calls.length, 203);
   t.equal(committed.events("e0-0"), 0, "nothing is written while the calls are only queued");
-  t.same(await store.listEvents("s1"), [], "and the store's own reads do not see them either");
+  t.same(await inspect(store).listEvents("s1"), [], "and the store's own reads do not see them either");
 
   await Promise.all(calls);
   t.equal(store.commits - before, 1, "203 calls, one commit");
@@ -198,7 +196,16 @@ t.test(
 );
 
 t.test("a call that fails on its own is undone alone and rejects alone; the others commit", async (t) => {
-  const { store, project, committed } = await fixture(t);
+  const bug = new TypeError("a bug in a patch");
+  const { store, project, committed } = await fixture(
+    t,
+    {},
+    {
+      patcher: () => {
+        throw bug;
+      },
+    },
+  );
   await store.createSession(project, session("s1"));
   await store.createSession(project, session("s2"));
   await store.insertEvents(project, "s1", [event("x")]);
@@ -208,10 +215,7 @@ t.test("a call that fails on its own is undone alone and rejects alone; the othe
   // Two good rows, then one the CHECK constraint of events.cost_source refuses: the two must go too.
   const bad = { ...event("b3"), cost_source: "bogus" } as unknown as EventRecord;
   const b = store.insertEvents(project, "s2", [event("b1"), event("b2"), bad]);
-  const bug = new TypeError("a bug in a patch");
-  const c = store.updateEvents(project, "s1", [patch({ event_id: "x", model: "never" })], undefined, () => {
-    throw bug;
-  });
+  const c = store.updateEvents(project, "s1", [patch({ event_id: "x", model: "never" })]);
   const d = store.createSession(project, session("d"));
   const e = store.insertEvents(project, "s2", [event("b4")]);
 
@@ -224,7 +228,11 @@ t.test("a call that fails on its own is undone alone and rejects alone; the othe
 
   t.equal(committed.events("a1", "b4"), 2, "the calls that succeeded are committed");
   t.equal(committed.events("b1", "b2", "b3"), 0, "none of the failed call's rows, not even those before the bad one");
-  t.equal((await store.listEvents("s1")).find((ev) => ev.id === "x")?.model, "m", "the failed patch changed nothing");
+  t.equal(
+    (await inspect(store).listEvents("s1")).find((ev) => ev.id === "x")?.model,
+    "m",
+    "the failed patch changed nothing",
+  );
   t.not(committed.session("d"), undefined);
 });
 
@@ -249,15 +257,15 @@ t.test("two calls on the same session in one group apply in call order", async (
   t.same(results[0], { created: true, projectId: project });
   t.equal(results[1], true, "the events found the session created before them");
   t.same(results[2], { status: "updated", updated: 1 }, "the patch found the event inserted before it");
-  t.equal(results[3]?.end_state, "Fail", "each update answers the record as it left it");
-  t.same(results[4]?.extra, { n: 1, m: 2 }, "the second update merged into the first one's extras");
-  t.equal(results[4]?.end_state_reason, "first");
+  t.equal(results[3]?.session.end_state, "Fail", "each update answers the record as it left it");
+  t.same(results[4]?.session.extra, { n: 1, m: 2 }, "the second update merged into the first one's extras");
+  t.equal(results[4]?.session.end_state_reason, "first");
   t.equal(results[8], true, "the session created earlier in the group was deleted");
   t.equal(results[9], false, "events for it after the delete find no session");
 
   t.same(committed.session("s"), { end_state: "Success", end_state_reason: "first" }, "the later update wins");
-  t.equal((await store.listEvents("s"))[0]?.model, "second");
-  t.same(await store.listAgents("s"), [{ id: "a", name: "first", extra: { later: true } }]);
+  t.equal((await inspect(store).listEvents("s"))[0]?.model, "second");
+  t.same(await inspect(store).listAgents("s"), [{ id: "a", name: "first", extra: { later: true } }]);
   t.equal(committed.session("gone"), undefined);
   t.equal(committed.events("lost"), 0);
 });
@@ -465,7 +473,11 @@ t.test("close() commits every queued call before closing; a call after it fails"
 
   await t.rejects(
     store.insertEvents(project, "s", [event("late")]),
-    { name: "TypeError", message: "The database connection is not open" },
+    {
+      name: "StorageFault",
+      reason: "the server is stopping",
+      cause: { message: "The database connection is not open" },
+    },
     "a call after close() rejects (the app answers it 503, the server is stopping)",
   );
   await store.close(); // twice is harmless

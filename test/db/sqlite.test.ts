@@ -4,9 +4,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import t from "tap";
-import { migrate, openDb, sqliteStore } from "../../db/sqlite.ts";
-import type { EventRecord, NewSession } from "../../db/store.ts";
-import { readEvent } from "../../lib/records.ts";
+import { migrate } from "../../db/sqlite/migrate.ts";
+import { openDb } from "../../db/sqlite/open.ts";
+import { sqliteStore } from "../../db/sqlite/store.ts";
+import { readEvent } from "../../domain/records.ts";
+import type { EventRecord, NewSession } from "../../domain/types.ts";
+import { inspect } from "../helper.ts";
 
 const tempDb = () => join(mkdtempSync(join(tmpdir(), "agentmon-db-")), "nested", "agentmon.db");
 
@@ -109,15 +112,19 @@ t.test("sessions: created once, owned by one project, updated field by field", a
     { created: false, projectId: p1 },
     "another project sees the owner",
   );
-  t.same((await store.getSession("s"))?.tags, ["a"], "a repeated create overwrites nothing");
-  t.same((await store.getSession("s"))?.extra, session("s").extra, "unknown fields round-trip, nulls included");
+  t.same((await inspect(store).getSession("s"))?.tags, ["a"], "a repeated create overwrites nothing");
+  t.same(
+    (await inspect(store).getSession("s"))?.extra,
+    session("s").extra,
+    "unknown fields round-trip, nulls included",
+  );
 
   t.equal(await store.updateSession(p2, "s", { extra: {} }), undefined, "another project cannot update it");
   const updated = await store.updateSession(p1, "s", { end_state: "Fail", extra: { video: "v", more: 1 } });
-  t.equal(updated?.end_state, "Fail");
-  t.same(updated?.tags, ["a"], "fields not given are unchanged");
-  t.same(updated?.extra, { video: "v", nested: { deep: [1, { x: null }] }, more: 1 }, "extras merge");
-  t.same(await store.getSession("s"), updated, "what update answers is what is stored");
+  t.equal(updated?.session.end_state, "Fail");
+  t.same(updated?.session.tags, ["a"], "fields not given are unchanged");
+  t.same(updated?.session.extra, { video: "v", nested: { deep: [1, { x: null }] }, more: 1 }, "extras merge");
+  t.same(await inspect(store).getSession("s"), updated?.session, "what update answers is what is stored");
   await store.close();
 });
 
@@ -131,11 +138,11 @@ t.test("events: stored once per id and session, retries keep the first copy, cos
   t.equal(await store.insertEvents(p, "s2", [event("e1", 1)]), true, "the same id in another session is another event");
   t.equal(await store.insertEvents(p, "nope", [event("x")]), false, "unknown session");
   t.equal(await store.insertEvents("other-project", "s1", [event("x")]), false, "session of another project");
-  const stored = await store.listEvents("s1");
+  const stored = await inspect(store).listEvents("s1");
   t.same(stored.map((e) => e.id).sort(), ["e1", "e2", "t"]);
   t.equal(stored.find((e) => e.id === "e1")?.cost, 0.25, "the first copy stays");
-  t.equal(await store.tokenCost("s1"), 0.75, "only llm events count");
-  t.equal(await store.tokenCost("s2"), 1);
+  t.equal(await inspect(store).tokenCost("s1"), 0.75, "only llm events count");
+  t.equal(await inspect(store).tokenCost("s2"), 1);
   await store.close();
 });
 
@@ -154,7 +161,7 @@ t.test("updateEvents: all or nothing, unknown ids reported with their index", as
     patch({ event_id: "zz" }),
   ]);
   t.same(refused.status === "unknown" && refused.unknown.map((u) => [u.index, u.id]), [[1, "zz"]]);
-  t.equal((await store.listEvents("s")).find((e) => e.id === "e1")?.model, "m", "nothing was applied");
+  t.equal((await inspect(store).listEvents("s")).find((e) => e.id === "e1")?.model, "m", "nothing was applied");
 
   const done = await store.updateEvents(p, "s", [
     patch({ event_id: "e1", model: "new" }),
@@ -162,7 +169,7 @@ t.test("updateEvents: all or nothing, unknown ids reported with their index", as
     patch({ event_id: "e2", cost: 2 }),
   ]);
   t.same(done, { status: "updated", updated: 2 }, "distinct events are counted");
-  const e1 = (await store.listEvents("s")).find((e) => e.id === "e1");
+  const e1 = (await inspect(store).listEvents("s")).find((e) => e.id === "e1");
   t.equal(e1?.model, "new");
   t.same(e1?.fields, { prompt: "hi", completion: "done" }, "entries for the same event apply in order");
   t.same(await store.updateEvents(p, "missing", []), { status: "no-session" });
@@ -175,9 +182,9 @@ t.test("agents: upsert keeps extras and the name when a repeat leaves it out", a
   await store.createSession(p, session("s"));
   t.equal(await store.upsertAgent(p, "s", { id: "a", name: "one", extra: { role: "planner" } }), true);
   t.equal(await store.upsertAgent(p, "s", { id: "a", name: null, extra: { model: "x" } }), true);
-  t.same(await store.listAgents("s"), [{ id: "a", name: "one", extra: { role: "planner", model: "x" } }]);
+  t.same(await inspect(store).listAgents("s"), [{ id: "a", name: "one", extra: { role: "planner", model: "x" } }]);
   await store.upsertAgent(p, "s", { id: "a", name: "two", extra: {} });
-  t.equal((await store.listAgents("s"))[0]?.name, "two");
+  t.equal((await inspect(store).listAgents("s"))[0]?.name, "two");
   t.equal(await store.upsertAgent("other", "s", { id: "b", name: null, extra: {} }), false);
   await store.close();
 });

@@ -8,12 +8,15 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import t, { type Test } from "tap";
-import { openDb, sqliteStore } from "../../db/sqlite.ts";
-import { type EventRecord, type NewSession, SchemaMismatch, type Store } from "../../db/store.ts";
-import { BEHIND, openThreadedStore, THREAD_FAULT, type ThreadedStore } from "../../db/thread.ts";
-import { storageFault } from "../../handlers/errors.ts";
-import { readEvent } from "../../lib/records.ts";
-import { tempDir } from "../helper.ts";
+import { SchemaMismatch } from "../../db/errors.ts";
+import { openDb } from "../../db/sqlite/open.ts";
+import { sqliteStore } from "../../db/sqlite/store.ts";
+import { openThreadedStore, type ThreadedStore } from "../../db/sqlite/thread.ts";
+import type { Store } from "../../db/store.ts";
+import { readEvent } from "../../domain/records.ts";
+import type { EventRecord, NewSession } from "../../domain/types.ts";
+import { storageFault } from "../../http/errors.ts";
+import { inspect, tempDir } from "../helper.ts";
 
 const session = (id: string, tags: string[] | null = null): NewSession => ({
   id,
@@ -75,10 +78,10 @@ async function script(store: Store) {
   answers.push(await store.updateSession(p, "s1", { end_state: "Success", tags: ["z"], extra: { more: true } }));
   answers.push(await store.upsertAgent(p, "s1", { id: "agent-1", name: "first", extra: { x: 1 } }));
   answers.push(await store.upsertAgent(p, "s1", { id: "agent-1", name: null, extra: { y: 2 } }));
-  answers.push(await store.getSession("s1"));
-  answers.push(await store.tokenCost("s1"));
-  answers.push(await store.listEvents("s1"));
-  answers.push(await store.listAgents("s1"));
+  answers.push(await inspect(store).getSession("s1"));
+  answers.push(await inspect(store).tokenCost("s1"));
+  answers.push(await inspect(store).listEvents("s1"));
+  answers.push(await inspect(store).listAgents("s1"));
   answers.push(await store.listSessions(p, {}, undefined, 10));
   answers.push(await store.readSession(p, "s1", { agents: true, events: true }));
   answers.push(await store.listEventsPage(p, "s1", { limit: 7, types: ["llm"] }));
@@ -123,7 +126,7 @@ t.test("G7: a write settles only once it is committed, and calls apply in the or
     { status: "updated", updated: 1 },
   ]);
   t.equal(await sawEvents, 500, "another connection sees every row when the call resolves");
-  t.equal((await store.listEvents("s")).find((e) => e.id === "e-499")?.model, "last");
+  t.equal((await inspect(store).listEvents("s")).find((e) => e.id === "e-499")?.model, "last");
 });
 
 t.test("O4: errors cross the thread with their meaning", async (t) => {
@@ -131,7 +134,7 @@ t.test("O4: errors cross the thread with their meaning", async (t) => {
   await store.createSession(project, session("s"));
   const bad = { ...event("b"), cost_source: "bogus" } as unknown as EventRecord;
   await t.rejects(store.insertEvents(project, "s", [event("ok"), bad]), { code: "SQLITE_CONSTRAINT_CHECK" });
-  t.same(await store.listEvents("s"), [], "the failed call stored nothing, not even its good row");
+  t.same(await inspect(store).listEvents("s"), [], "the failed call stored nothing, not even its good row");
 
   const other = new Database(path);
   other.pragma("user_version = 99");
@@ -148,10 +151,10 @@ t.test("O2: rows sent and not yet committed are bounded; past the bound a call f
   const second = store.insertEvents(project, "s", events("b", 60));
   const small = store.insertEvents(project, "s", events("c", 40));
   const refused = await second.catch((error: unknown) => error);
-  t.match(refused, { code: BEHIND });
+  t.match(refused, { name: "StorageFault", kind: "behind" });
   t.equal(storageFault(refused), "writes arrive faster than the disk takes them");
   t.same(await Promise.all([first, small]), [true, true], "calls within the bound are taken");
-  const stored = (await store.listEvents("s")).map((e) => e.id[0]);
+  const stored = (await inspect(store).listEvents("s")).map((e) => e.id[0]);
   t.same([...new Set(stored)].sort(), ["a", "c"], "nothing of the refused call was stored");
   t.equal(await store.insertEvents(project, "s", events("d", 100)), true, "once answered, the room is back");
   t.equal(await store.insertEvents(project, "s", events("huge", 500)), true, "one call over the bound alone is taken");
@@ -163,12 +166,16 @@ t.test("when the thread stops, every call fails as a storage fault; key checks s
   await store.createSession(project, session("s"));
   await (store as ThreadedStore).thread.terminate();
   const failed = await store.insertEvents(project, "s", [event("x")]).catch((error: unknown) => error);
-  t.match(failed, { code: THREAD_FAULT, message: /stopped unexpectedly/ });
+  t.match(failed, { name: "StorageFault", kind: "unavailable", message: /stopped unexpectedly/ });
   t.equal(storageFault(failed), "the storage thread stopped");
-  await t.rejects(store.getSession("s"), { code: THREAD_FAULT }, "reads too");
+  await t.rejects(
+    store.getSession(project, "s"),
+    { name: "StorageFault", reason: "the storage thread stopped" },
+    "reads too",
+  );
   t.equal((await store.apiKeyById(key.id))?.prefix, "prefix-2", "the key check reads on this thread");
   t.equal(failures.length, 1, "onFailure was called once (the server exits on it)");
-  t.match(failures[0], { code: THREAD_FAULT });
+  t.match(failures[0], { name: "StorageFault", reason: "the storage thread stopped" });
 });
 
 t.test("close runs what was sent before it, then removes the WAL", async (t) => {
@@ -184,7 +191,11 @@ t.test("close runs what was sent before it, then removes the WAL", async (t) => 
   const reader = new Database(path, { readonly: true });
   t.equal(reader.prepare("SELECT count(*) FROM events").pluck().get(), 205);
   reader.close();
-  await t.rejects(store.getSession("s"), { code: THREAD_FAULT }, "a call after close fails as a storage fault");
+  await t.rejects(
+    store.getSession(project, "s"),
+    { name: "StorageFault", reason: "the storage thread stopped" },
+    "a call after close fails as a storage fault",
+  );
   t.equal(failures.length, 0, "closing is not a failure");
 });
 

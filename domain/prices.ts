@@ -4,8 +4,8 @@
  * records where its cost came from: `client`, `table` or `unknown`.
  */
 import { readFileSync } from "node:fs";
-import type { EventRecord } from "../db/store.ts";
-import { fromRoot } from "./paths.ts";
+import { fromRoot } from "../lib/paths.ts";
+import type { EventRecord } from "./types.ts";
 
 /** One line of a price table, as written in the JSON file. */
 export interface PriceEntry {

@@ -1,16 +1,25 @@
 /**
  * A file database's store on its own thread (docs/decisions/008-storage-thread.md): the main
- * thread keeps HTTP, JSON and validation; a worker (db/store-worker.ts) keeps the SQLite
+ * thread keeps HTTP, JSON and validation; a worker (thread-worker.ts) keeps the SQLite
  * connection, so that one core parses requests while the other writes. This module is the main
  * thread's side: a `Store` whose every call is a message. A call settles when the worker answers,
  * and the worker answers a write only once it is committed (G7), as the store in-thread does.
- * API keys are read here, on a read-only connection of this thread's own (keyReader).
+ *
+ * The dispatch is derived, not listed: the worker says which methods its store has, every one is
+ * forwarded, and `Call` is typed from `SqliteStore`, so a new Store method needs no edit here and
+ * a wrong argument is a tsc error. API keys are read here, on a read-only connection of this
+ * thread's own (keyReader), and event rows are built here (see insertEvents).
  */
 import { Worker } from "node:worker_threads";
-import Database from "better-sqlite3";
-import type { PriceEntry } from "../lib/prices.ts";
-import { eventRow, GROUP_MAX_ROWS, keyReader, type SqliteStore, type Synchronous } from "./sqlite.ts";
-import { SchemaMismatch, type Store } from "./store.ts";
+import type { PriceEntry } from "../../domain/prices.ts";
+import { revive, StorageFault, type WireError } from "../errors.ts";
+import type { Store } from "../store.ts";
+import { rethrow } from "./errors.ts";
+import { GROUP_MAX_ROWS } from "./group-commit.ts";
+import { keyReader } from "./keys.ts";
+import { openReader, type Synchronous } from "./open.ts";
+import { eventRow } from "./rows.ts";
+import type { SqliteStore } from "./store.ts";
 
 export interface StoreThreadData {
   path: string;
@@ -21,38 +30,23 @@ export interface StoreThreadData {
   prices?: PriceEntry[];
 }
 
-type Method = Exclude<keyof SqliteStore, "commits">;
-export type Call = [id: number, method: Method, args: unknown[]];
+/** What the worker may be asked: every method of the in-thread store. */
+type Remote = Omit<SqliteStore, "commits">;
+export type Method = keyof Remote;
+export type Call = { [M in Method]: [id: number, method: M, args: Parameters<Remote[M]>] }[Method];
 export type Reply = [id: number, ok: true, value: unknown] | [id: number, ok: false, error: WireError];
-export interface WireError {
-  name: string;
-  message: string;
-  code?: string;
-  /** Set for a SchemaMismatch only. */
-  found?: number;
-  needed?: number;
-}
+/** The worker's first message: ready, with its store's methods, or why it could not open. */
+export type Hello = { methods: Method[] } | { failed: WireError };
 
-/** The code of a failure of the storage thread itself: handlers answer it 503 (O4). */
-export const THREAD_FAULT = "AGENTMON_STORAGE_THREAD";
-/** The code of a call refused because the storage thread has too many rows to write: 503 (O2). */
-export const BEHIND = "AGENTMON_STORAGE_BEHIND";
 /** Rows sent to the storage thread and not yet answered, at most (two full group commits). */
 export const MAX_BACKLOG_ROWS = 2 * GROUP_MAX_ROWS;
 
 const SOURCE = import.meta.url.endsWith(".ts");
 // Bundled, this module is part of dist/agentmon.mjs and the worker is dist/store-worker.mjs.
-const WORKER = new URL(SOURCE ? "./store-worker.ts" : "./store-worker.mjs", import.meta.url);
-
-function revive(error: WireError): Error {
-  if (error.found !== undefined && error.needed !== undefined) return new SchemaMismatch(error.found, error.needed);
-  const revived = error.name === "TypeError" ? new TypeError(error.message) : new Error(error.message);
-  if (error.name !== "TypeError") revived.name = error.name;
-  return error.code === undefined ? revived : Object.assign(revived, { code: error.code });
-}
+const WORKER = new URL(SOURCE ? "./thread-worker.ts" : "./store-worker.mjs", import.meta.url);
 
 export interface ThreadOptions extends StoreThreadData {
-  /** Called once if the worker stops on its own (a crash, not close()), with the error calls get. */
+  /** Called once if the worker stops on its own (a crash, not close()), with what happened. */
   onFailure?: (error: Error) => void;
 }
 
@@ -61,10 +55,7 @@ export interface ThreadedStore extends Store {
   readonly thread: Worker;
 }
 
-/** Starts the storage thread on `path` and resolves once its database is open and migrated. */
-export async function openThreadedStore(options: ThreadOptions): Promise<ThreadedStore> {
-  const { onFailure, ...data } = options;
-  const maxBacklog = options.maxBacklog ?? MAX_BACKLOG_ROWS;
+function startWorker(data: StoreThreadData): Worker {
   const settings = {
     workerData: data,
     // It holds a few calls' rows at a time: a small young generation keeps its memory small.
@@ -72,44 +63,58 @@ export async function openThreadedStore(options: ThreadOptions): Promise<Threade
   };
   // The sources (tests, the tsx fallback of bin/agentmon.js) need the TypeScript loader in the
   // worker too, registered from inside it; the bundle needs nothing.
-  const worker = SOURCE
+  return SOURCE
     ? new Worker(
         `import(${JSON.stringify(import.meta.resolve("tsx/esm/api"))})
           .then((tsx) => { tsx.register(); return import(${JSON.stringify(WORKER.href)}); })`,
         { ...settings, eval: true },
       )
     : new Worker(WORKER, settings);
+}
+
+/** Waits for the worker's first message: the methods of its store, once the database is open. */
+async function hello(worker: Worker): Promise<Method[]> {
+  try {
+    return await new Promise<Method[]>((resolve, reject) => {
+      worker.once("error", reject);
+      worker.once("exit", (code) => reject(new Error(`the storage thread exited with code ${code}`)));
+      worker.once("message", (first: Hello) => {
+        worker.off("error", reject);
+        worker.removeAllListeners("exit");
+        if ("failed" in first) reject(revive(first.failed));
+        else resolve(first.methods);
+      });
+    });
+  } catch (error) {
+    await worker.terminate();
+    throw error;
+  }
+}
+
+/** Starts the storage thread on `path` and resolves once its database is open and migrated. */
+export async function openThreadedStore(options: ThreadOptions): Promise<ThreadedStore> {
+  const { onFailure, ...data } = options;
+  const maxBacklog = options.maxBacklog ?? MAX_BACKLOG_ROWS;
+  const worker = startWorker(data);
+  const methods = await hello(worker);
+
   /** Calls sent and not yet answered, with the rows each holds (the backlog, below). */
   const pending = new Map<
     number,
     { rows: number; resolve: (value: unknown) => void; reject: (error: Error) => void }
   >();
   let backlog = 0;
-  let failure: Error | undefined;
+  let failure: StorageFault | undefined;
   let closing = false;
-  const fail = (reason: string) => {
+  const fail = (what: string) => {
     const first = failure === undefined;
-    failure ??= Object.assign(new Error(`the storage thread ${reason}`), { code: THREAD_FAULT });
+    const message = `the storage thread ${what}`;
+    failure ??= new StorageFault("unavailable", "the storage thread stopped", { message });
     for (const { reject } of pending.values()) reject(failure);
     pending.clear();
     backlog = 0;
     if (first && !closing) onFailure?.(failure);
   };
-
-  await new Promise<void>((resolve, reject) => {
-    const early = (error: Error) => reject(error);
-    worker.once("error", early);
-    worker.once("exit", (code) => reject(new Error(`the storage thread exited with code ${code}`)));
-    worker.once("message", (first: { ready?: true; failed?: WireError }) => {
-      worker.off("error", early);
-      if (first.failed) reject(revive(first.failed));
-      else resolve();
-    });
-  }).catch(async (error) => {
-    await worker.terminate();
-    throw error;
-  });
-  worker.removeAllListeners("exit");
   worker.on("message", (replies: Reply[]) => {
     for (const [id, ok, value] of replies) {
       const call = pending.get(id);
@@ -125,12 +130,10 @@ export async function openThreadedStore(options: ThreadOptions): Promise<Threade
 
   // API-key checks read here, without a round trip (see keyReader): a read of a few pages, and a
   // revoke committed by any process is seen by the next request. (A JWT's key is checked by the
-  // worker, inside its write's transaction: app.ts checkJwt.)
-  let reader: Database.Database;
+  // worker, inside its write's transaction.)
+  let reader: ReturnType<typeof openReader>;
   try {
-    reader = new Database(options.path, { readonly: true, fileMustExist: true });
-    reader.pragma("busy_timeout = 1000");
-    reader.pragma("cache_size = -64");
+    reader = openReader(options.path);
   } catch (error) {
     await worker.terminate();
     throw error;
@@ -142,47 +145,42 @@ export async function openThreadedStore(options: ThreadOptions): Promise<Threade
   // rows sent and not yet answered are bounded (O2): past the bound a call fails at once, with
   // nothing stored, instead of queueing without end while the disk cannot keep up.
   let nextId = 0;
-  const call = (method: Method, args: unknown[], rows = 1) =>
+  const call = <M extends Method>(method: M, args: Parameters<Remote[M]>, rows = 1) =>
     new Promise<unknown>((resolve, reject) => {
       if (failure !== undefined) return reject(failure);
       if (backlog > 0 && backlog + rows > maxBacklog) {
-        return reject(Object.assign(new Error("the storage thread is behind"), { code: BEHIND }));
+        return reject(new StorageFault("behind", "writes arrive faster than the disk takes them"));
       }
       const id = nextId++;
       backlog += rows;
       pending.set(id, { rows, resolve, reject });
-      worker.postMessage([id, method, args] satisfies Call);
-    });
-  const forward =
-    <M extends Method>(method: M) =>
-    (...args: unknown[]) =>
-      call(method, args) as ReturnType<SqliteStore[M]>;
+      worker.postMessage([id, method, args] as Call);
+    }) as unknown as ReturnType<Remote[M]>;
 
+  const forwarded = Object.fromEntries(
+    methods.map((method) => [method, (...args: Parameters<Remote[typeof method]>) => call(method, args)]),
+  ) as unknown as Remote;
   let closed: Promise<void> | undefined;
   return {
+    ...forwarded,
     thread: worker,
-    metaValue: forward("metaValue"),
-    createApiKey: forward("createApiKey"),
-    apiKeyByHash: keys.apiKeyByHash,
-    apiKeyById: keys.apiKeyById,
-    listApiKeys: forward("listApiKeys"),
-    revokeApiKey: forward("revokeApiKey"),
-    createSession: forward("createSession"),
-    getSession: forward("getSession"),
-    updateSession: forward("updateSession"),
-    tokenCost: forward("tokenCost"),
-    listSessions: forward("listSessions"),
-    readSession: forward("readSession"),
-    listEventsPage: forward("listEventsPage"),
-    deleteSession: forward("deleteSession"),
+    apiKeyByHash: async (hash) => {
+      try {
+        return keys.byHash(hash);
+      } catch (error) {
+        return rethrow(error);
+      }
+    },
+    apiKeyById: async (id) => {
+      try {
+        return keys.byId(id);
+      } catch (error) {
+        return rethrow(error);
+      }
+    },
     // The rows' JSON is built here, on the main thread, so that the storage thread only writes.
     insertEvents: (projectId, sessionId, events, keyId) =>
-      call("insertEventRows", [projectId, sessionId, events.map(eventRow), keyId], events.length) as Promise<boolean>,
-    updateEvents: forward("updateEvents"),
-    listEvents: forward("listEvents"),
-    upsertAgent: forward("upsertAgent"),
-    listAgents: forward("listAgents"),
-    ping: forward("ping"),
+      call("insertEventRows", [projectId, sessionId, events.map(eventRow), keyId], events.length),
     close() {
       closed ??= (async () => {
         // The reader goes first, so that the worker's connection is the last and removes the WAL.

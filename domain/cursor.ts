@@ -5,7 +5,7 @@
  * (a 400 rather than a wrong page); a forged cursor can only move within the caller's own data.
  */
 import { createHash } from "node:crypto";
-import type { Position } from "../db/store.ts";
+import type { Position } from "./types.ts";
 
 export type CursorKind = "sessions" | "events";
 

@@ -1,37 +1,16 @@
 /**
  * WAL checkpoints off the request path (issue 3). SQLite's automatic checkpoint runs inside the
  * commit that crosses the threshold, so every few thousand pages one unlucky group commit also
- * copies the WAL into the database file and syncs it, on the event loop. Here a worker thread,
- * with its own connection to the same file, runs a PASSIVE checkpoint every `intervalMs`
- * instead: it never blocks the writer, and the writer never checkpoints unless the worker falls
- * far behind (the connection keeps a large automatic threshold as a safety net).
+ * copies the WAL into the database file and syncs it. Here a worker thread
+ * (checkpoint-worker.mjs), with its own connection to the same file, runs a PASSIVE checkpoint
+ * every `intervalMs` instead: it never blocks the writer, and the writer never checkpoints unless
+ * the worker falls far behind (the connection keeps a large automatic threshold as a safety net).
  */
-import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
+import { fromRoot } from "../../lib/paths.ts";
 
-const WORKER = `
-const { workerData, parentPort } = require("node:worker_threads");
-const Database = require(workerData.module);
-const db = new Database(workerData.path, { fileMustExist: true });
-db.pragma("busy_timeout = 1000");
-db.pragma("cache_size = -64");
-const checkpoint = () => {
-  try {
-    db.pragma("wal_checkpoint(PASSIVE)");
-  } catch {
-    // a full or read-only disk: the next round tries again, and writes report the fault
-  }
-};
-const timer = setInterval(checkpoint, workerData.intervalMs);
-parentPort.on("message", () => {
-  clearInterval(timer);
-  try {
-    db.close();
-  } finally {
-    parentPort.postMessage("stopped");
-  }
-});
-`;
+// From the repository root, so that the sources and the bundle (dist/) find the same file.
+const WORKER = fromRoot("db/sqlite/checkpoint-worker.mjs");
 
 export interface Checkpointer {
   /** Stops the worker and closes its connection; resolves once it has. */
@@ -39,11 +18,11 @@ export interface Checkpointer {
 }
 
 export function startCheckpointer(path: string, intervalMs = 100): Checkpointer {
-  const module = createRequire(import.meta.url).resolve("better-sqlite3");
   // It allocates next to nothing: a small heap keeps its share of the process's memory small.
   const worker = new Worker(WORKER, {
-    eval: true,
-    workerData: { path, module, intervalMs },
+    workerData: { path, intervalMs },
+    // Plain JavaScript: none of the loaders the process may run under (a test runner's) is needed.
+    execArgv: [],
     resourceLimits: { maxYoungGenerationSizeMb: 1, maxOldGenerationSizeMb: 16 },
   });
   worker.unref();

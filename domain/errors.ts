@@ -42,6 +42,17 @@ export function invalidRequest(details: ErrorDetail[]): ApiError {
   });
 }
 
+/** A 400 for parameters, worded for them (the body's is "The request body is not valid"). */
+export function invalidParameters(details: ErrorDetail[]): ApiError {
+  const [first] = details;
+  const more = details.length > 1 ? ` (and ${details.length - 1} more problem${details.length > 2 ? "s" : ""})` : "";
+  return new ApiError(400, {
+    error: "Invalid request",
+    message: `The request is not valid${first ? `: ${first.path} ${first.message}` : ""}${more}`,
+    details: details.slice(0, MAX_DETAILS),
+  });
+}
+
 export const invalidApiKey = () =>
   new ApiError(401, { error: "Invalid API key", message: "Please check your API key and try again" });
 

@@ -1,27 +1,12 @@
 /**
- * Credentials (contract part 4): API keys are UUIDs kept as SHA-256 hashes; JWTs are HS256 with
- * the claims of 4.4, signed and checked here with node:crypto so that no other algorithm can
- * slip in; failed API-key checks are counted per client address (4.6).
+ * JWTs (contract 4.4): HS256 with the claims session_id, project_id, key_id, iat and exp.
  */
-import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHmac, timingSafeEqual } from "node:crypto";
+import type { Claims } from "../domain/types.ts";
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-export const isApiKeyShape = (key: string) => UUID.test(key);
-export const hashApiKey = (key: string) => createHash("sha256").update(key.toLowerCase()).digest("hex");
-/** What `agentmon keys list` shows of a key: enough to recognise it, far too little to use it. */
-export const keyPrefix = (key: string) => key.toLowerCase().slice(0, 8);
-export const newSecret = () => randomBytes(32).toString("base64url");
+export type { Claims };
 
 export const JWT_LIFETIME_SECONDS = 24 * 60 * 60;
-
-export interface Claims {
-  session_id: string;
-  project_id: string;
-  key_id: string;
-  iat: number;
-  exp: number;
-}
 
 const HEADER = Buffer.from(JSON.stringify({ alg: "HS256", typ: "JWT" })).toString("base64url");
 const BASE64URL = /^[A-Za-z0-9_-]*$/;
@@ -93,49 +78,3 @@ function verifySigned(token: string, secret: string): Claims | undefined {
 
 /** Not expired, and not issued in the future (a minute of clock skew allowed). */
 const timely = (claims: Claims, nowSeconds: number) => claims.exp > nowSeconds && claims.iat <= nowSeconds + 60;
-
-/**
- * Counts failed API-key checks per client address in fixed windows: once `limit` failures fall
- * in one window, the address is refused until that window ends.
- */
-export class FailureLimiter {
-  readonly #windows = new Map<string, { start: number; count: number }>();
-  readonly #limit: number;
-  readonly #windowMs: number;
-
-  constructor(limit: number, windowMs: number) {
-    this.#limit = limit;
-    this.#windowMs = windowMs;
-  }
-
-  /** Seconds the address must wait, or 0 when it may try. */
-  retryAfter(address: string, now: number): number {
-    const window = this.#current(address, now);
-    if (!window || window.count < this.#limit) return 0;
-    return Math.max(1, Math.ceil((window.start + this.#windowMs - now) / 1000));
-  }
-
-  fail(address: string, now: number): void {
-    const window = this.#current(address, now);
-    if (window) window.count += 1;
-    else {
-      if (this.#windows.size >= 100_000) this.#prune(now);
-      this.#windows.set(address, { start: now, count: 1 });
-    }
-  }
-
-  #current(address: string, now: number) {
-    const window = this.#windows.get(address);
-    if (window && now - window.start >= this.#windowMs) {
-      this.#windows.delete(address);
-      return undefined;
-    }
-    return window;
-  }
-
-  #prune(now: number) {
-    for (const [address, window] of this.#windows) {
-      if (now - window.start >= this.#windowMs) this.#windows.delete(address);
-    }
-  }
-}

@@ -1,5 +1,5 @@
 /** ajv's errors as contract G2 details: one entry per problem, paths like `events[3].init_timestamp`. */
-import type { ErrorDetail } from "../handlers/errors.ts";
+import type { ErrorDetail } from "../domain/errors.ts";
 
 export interface AjvError {
   instancePath: string;

@@ -6,7 +6,7 @@
  * beyond a double's range (JSON.parse would make them Infinity, which JSON cannot say back).
  * Keys such as `__proto__` stay plain data: JSON.parse defines them as own properties (G5).
  */
-import { ApiError } from "../handlers/errors.ts";
+import { ApiError } from "../domain/errors.ts";
 
 /** Deeper than any real agent payload; shallower than any recursion limit on the way. */
 export const MAX_DEPTH = 100;

@@ -1,0 +1,102 @@
+/** Events and agents of a session: insert, patch, page through; agent upserts. */
+import type {
+  AgentRecord,
+  EventPatch,
+  EventRecord,
+  JsonObject,
+  Kind,
+  Page,
+  Position,
+  UpdateEventsResult,
+} from "../../domain/types.ts";
+import type { Db } from "./open.ts";
+import {
+  EVENT_COLUMNS,
+  type EventPageParams,
+  type EventRow,
+  eventParams,
+  eventRecord,
+  json,
+  parse,
+  type StoredEvent,
+} from "./rows.ts";
+
+/** Applies one update_events entry to a stored event: a pure function, run inside the transaction. */
+export type EventPatcher = (stored: EventRecord, patch: EventPatch) => EventRecord;
+
+export function eventStatements(db: Db) {
+  const q = {
+    pageFirst: db.prepare<[EventPageParams], StoredEvent>(
+      `SELECT * FROM events
+       WHERE session_pk = @pk AND (@types IS NULL OR type IN (SELECT value FROM json_each(@types)))
+       ORDER BY init_us, id LIMIT @limit`,
+    ),
+    pageAfter: db.prepare<[EventPageParams & { after_us: number; after_id: string }], StoredEvent>(
+      `SELECT * FROM events
+       WHERE session_pk = @pk AND (init_us, id) > (@after_us, @after_id)
+         AND (@types IS NULL OR type IN (SELECT value FROM json_each(@types)))
+       ORDER BY init_us, id LIMIT @limit`,
+    ),
+    insert: db.prepare(
+      `INSERT INTO events (session_pk, ${EVENT_COLUMNS.join(", ")})
+       VALUES (?${", ?".repeat(EVENT_COLUMNS.length)})
+       ON CONFLICT (session_pk, id) DO NOTHING`,
+    ),
+    get: db.prepare<[number, string], StoredEvent>("SELECT * FROM events WHERE session_pk = ? AND id = ?"),
+    update: db.prepare(
+      `UPDATE events SET type = @type, init_timestamp = @init_timestamp, init_us = @init_us,
+         end_timestamp = @end_timestamp, end_us = @end_us, agent_id = @agent_id, model = @model,
+         prompt_tokens = @prompt_tokens, completion_tokens = @completion_tokens, cost = @cost,
+         cost_source = @cost_source, body = @body, aliases = @aliases, extra = @extra
+       WHERE session_pk = @session_pk AND id = @id`,
+    ),
+    agentGet: db.prepare<[number, string], { name: string | null; extra: string }>(
+      "SELECT name, extra FROM agents WHERE session_pk = ? AND id = ?",
+    ),
+    agentUpsert: db.prepare(
+      `INSERT INTO agents (session_pk, id, name, extra) VALUES (?, ?, ?, ?)
+       ON CONFLICT (session_pk, id) DO UPDATE SET name = excluded.name, extra = excluded.extra`,
+    ),
+  };
+
+  return {
+    page(pk: number, options: { types?: Kind[]; after?: Position; limit: number }): Page<EventRecord> {
+      const types = options.types && options.types.length > 0 ? json(options.types) : null;
+      const params = { pk, types, limit: options.limit + 1 };
+      const rows = options.after
+        ? q.pageAfter.all({ ...params, after_us: options.after.init_us, after_id: options.after.id })
+        : q.pageFirst.all(params);
+      const page = rows.slice(0, options.limit);
+      const last = page[page.length - 1];
+      return {
+        items: page.map(eventRecord),
+        next: rows.length > options.limit && last ? { init_us: last.init_us, id: last.id } : null,
+      };
+    },
+    /** Stores the rows not already stored under their id; true (the session was found). */
+    insert(pk: number, rows: EventRow[]): true {
+      for (const row of rows) q.insert.run(pk, row);
+      return true;
+    },
+    /** All or nothing, inside the caller's transaction: each event is read once and written once. */
+    update(pk: number, patches: EventPatch[], apply: EventPatcher): UpdateEventsResult {
+      const events = new Map<string, EventRecord>();
+      for (const { id } of patches) {
+        const row = events.has(id) ? undefined : q.get.get(pk, id);
+        if (row) events.set(id, eventRecord(row));
+      }
+      const unknown = patches.map(({ id }, index) => ({ index, id })).filter(({ id }) => !events.has(id));
+      if (unknown.length > 0) return { status: "unknown", unknown };
+      for (const patch of patches) events.set(patch.id, apply(events.get(patch.id) as EventRecord, patch));
+      for (const event of events.values()) q.update.run(eventParams(pk, event));
+      return { status: "updated", updated: events.size };
+    },
+    upsertAgent(pk: number, agent: AgentRecord): true {
+      const stored = q.agentGet.get(pk, agent.id);
+      const name = agent.name ?? stored?.name ?? null;
+      const extra = { ...(stored ? parse<JsonObject>(stored.extra) : {}), ...agent.extra };
+      q.agentUpsert.run(pk, agent.id, name, json(extra));
+      return true;
+    },
+  };
+}

@@ -1,0 +1,44 @@
+/**
+ * Schema migrations: `migrations/NNN-name.sql`, forward only, numbered without gaps. Pending ones
+ * run in one transaction; the version is kept in `PRAGMA user_version`. A database newer than
+ * this code is refused, never downgraded.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { fromRoot } from "../../lib/paths.ts";
+import type { Db } from "./open.ts";
+
+const MIGRATIONS = fromRoot("db/sqlite/migrations/");
+
+function migrationFiles(): string[] {
+  const files = readdirSync(MIGRATIONS)
+    .filter((name) => /^\d{3}-[\w-]+\.sql$/.test(name))
+    .sort();
+  files.forEach((name, index) => {
+    if (Number(name.slice(0, 3)) !== index + 1) throw new Error(`migration ${name} is out of sequence`);
+  });
+  return files;
+}
+
+let latest: number | undefined;
+/** The schema version this code needs: the number of migrations it ships. */
+export const schemaVersion = (): number => {
+  latest ??= migrationFiles().length;
+  return latest;
+};
+
+export const versionOf = (db: Db) => db.pragma("user_version", { simple: true }) as number;
+
+/** Runs every pending migration in one transaction; answers the version the database is now at. */
+export function migrate(db: Db): number {
+  const files = migrationFiles();
+  const current = versionOf(db);
+  if (current > files.length) {
+    throw new Error(`the database is at schema version ${current}, newer than this agentmon (${files.length})`);
+  }
+  if (current === files.length) return current;
+  db.transaction(() => {
+    for (const name of files.slice(current)) db.exec(readFileSync(new URL(name, MIGRATIONS), "utf8"));
+    db.pragma(`user_version = ${files.length}`);
+  })();
+  return files.length;
+}

@@ -1,0 +1,182 @@
+/**
+ * Rows and records: how the SQLite tables hold what domain/types.ts describes. JSON columns are
+ * TEXT; an event's row is an array of column values (EVENT_COLUMNS), cheap to build on one thread
+ * and send to another.
+ */
+import { parseTimestamp } from "../../domain/timestamps.ts";
+import type {
+  AgentRecord,
+  CostSource,
+  EndState,
+  EventRecord,
+  JsonObject,
+  Kind,
+  SessionRecord,
+  SessionTotals,
+} from "../../domain/types.ts";
+
+export const json = (value: unknown) => JSON.stringify(value);
+export const parse = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
+
+export interface SessionRow {
+  pk: number;
+  id: string;
+  project_id: string;
+  init_timestamp: string;
+  init_us: number;
+  end_timestamp: string | null;
+  end_state: string | null;
+  end_state_reason: string | null;
+  tags: string | null;
+  host_env: string | null;
+  extra: string;
+}
+
+export interface StoredEvent {
+  id: string;
+  type: string;
+  init_timestamp: string;
+  init_us: number;
+  end_timestamp: string | null;
+  agent_id: string | null;
+  model: string | null;
+  prompt_tokens: number | null;
+  completion_tokens: number | null;
+  cost: number | null;
+  cost_source: string;
+  body: string;
+  aliases: string | null;
+  extra: string;
+}
+
+export interface EventPageParams {
+  pk: number;
+  types: string | null;
+  limit: number;
+}
+
+export interface TotalsRow {
+  pk: number;
+  events: number;
+  llm: number;
+  tool: number;
+  action: number;
+  error: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  cost: number;
+  first_us: number;
+  last_us: number;
+}
+
+export const NO_TOTALS: SessionTotals = {
+  events: 0,
+  event_counts: { llm: 0, tool: 0, action: 0, error: 0 },
+  prompt_tokens: 0,
+  completion_tokens: 0,
+  cost: 0,
+  first_us: null,
+  last_us: null,
+};
+
+export const totals = (row: TotalsRow | undefined): SessionTotals =>
+  row === undefined
+    ? NO_TOTALS
+    : {
+        events: row.events,
+        event_counts: { llm: row.llm, tool: row.tool, action: row.action, error: row.error },
+        prompt_tokens: row.prompt_tokens,
+        completion_tokens: row.completion_tokens,
+        cost: row.cost,
+        first_us: row.first_us,
+        last_us: row.last_us,
+      };
+
+export const sessionRecord = (row: SessionRow): SessionRecord => ({
+  id: row.id,
+  project_id: row.project_id,
+  init_timestamp: row.init_timestamp,
+  init_us: row.init_us,
+  end_timestamp: row.end_timestamp,
+  end_state: row.end_state as EndState | null,
+  end_state_reason: row.end_state_reason,
+  tags: parse<string[]>(row.tags),
+  host_env: parse<JsonObject>(row.host_env),
+  extra: parse<JsonObject>(row.extra) ?? {},
+});
+
+export const eventRecord = (row: StoredEvent): EventRecord => ({
+  id: row.id,
+  type: row.type as Kind,
+  init_timestamp: row.init_timestamp,
+  init_us: row.init_us,
+  end_timestamp: row.end_timestamp,
+  agent_id: row.agent_id,
+  model: row.model,
+  prompt_tokens: row.prompt_tokens,
+  completion_tokens: row.completion_tokens,
+  cost: row.cost,
+  cost_source: row.cost_source as CostSource,
+  fields: parse<JsonObject>(row.body) ?? {},
+  aliases: parse<string[]>(row.aliases) ?? [],
+  extra: parse<JsonObject>(row.extra) ?? {},
+});
+
+export const agentRecord = (row: { id: string; name: string | null; extra: string }): AgentRecord => ({
+  id: row.id,
+  name: row.name,
+  extra: parse<JsonObject>(row.extra) ?? {},
+});
+
+/** The columns of an event's row after `session_pk`, in the order of `EventRow`. */
+export const EVENT_COLUMNS = [
+  "id",
+  "type",
+  "init_timestamp",
+  "init_us",
+  "end_timestamp",
+  "end_us",
+  "agent_id",
+  "model",
+  "prompt_tokens",
+  "completion_tokens",
+  "cost",
+  "cost_source",
+  "body",
+  "aliases",
+  "extra",
+] as const;
+
+type Column = string | number | null;
+/**
+ * An event as the values of its row's columns (EVENT_COLUMNS), without the session: what
+ * `insertEventRows` takes. Building it (mostly JSON.stringify) is CPU work that a caller may do
+ * on another thread than the writer's; an array of strings and numbers is cheap to send there.
+ */
+export type EventRow = Column[] & { length: typeof EVENT_COLUMNS.length };
+
+export const eventRow = (e: EventRecord): EventRow =>
+  [
+    e.id,
+    e.type,
+    e.init_timestamp,
+    e.init_us,
+    e.end_timestamp,
+    // Stored end_timestamps are UTC ISO strings, so they always parse.
+    e.end_timestamp === null ? null : (parseTimestamp(e.end_timestamp)?.us ?? null),
+    e.agent_id,
+    e.model,
+    e.prompt_tokens,
+    e.completion_tokens,
+    e.cost,
+    e.cost_source ?? (e.cost === null ? "unknown" : "client"),
+    json(e.fields),
+    e.aliases.length === 0 ? null : json(e.aliases),
+    json(e.extra),
+  ] as EventRow;
+
+/** An event's row as named parameters, for the UPDATE. */
+export const eventParams = (sessionPk: number, e: EventRecord) => {
+  const row = eventRow(e);
+  return Object.fromEntries([["session_pk", sessionPk], ...EVENT_COLUMNS.map((column, i) => [column, row[i]])]);
+};

@@ -1,0 +1,196 @@
+/** Sessions: create, read with totals, update, list with filters and keyset pages, delete. */
+import type Database from "better-sqlite3";
+import type {
+  NewSession,
+  Page,
+  Position,
+  SessionChanges,
+  SessionFilter,
+  SessionRecord,
+  SessionSnapshot,
+  SessionTotals,
+  SessionWithTotals,
+} from "../../domain/types.ts";
+import type { Db } from "./open.ts";
+import {
+  agentRecord,
+  eventRecord,
+  json,
+  NO_TOTALS,
+  type SessionRow,
+  type StoredEvent,
+  sessionRecord,
+  type TotalsRow,
+  totals,
+} from "./rows.ts";
+
+/**
+ * The session list's conditions. Its SQL depends on which filters are given: only those
+ * conditions are in it, so SQLite can pick the index that fits (the end_state one, or the time
+ * one for a range). One prepared statement per combination, made on first use.
+ */
+const CONDITIONS = {
+  after: "(s.init_us, s.id) < (@after_us, @after_id)",
+  end_state: "s.end_state = @end_state",
+  from_us: "s.init_us >= @from_us",
+  to_us: "s.init_us < @to_us",
+  tags: `(SELECT count(DISTINCT t.value) FROM json_each(s.tags) t
+          WHERE t.value IN (SELECT value FROM json_each(@tags))) = @tag_count`,
+  agent_id: `(EXISTS (SELECT 1 FROM agents a WHERE a.session_pk = s.pk AND a.id = @agent_id)
+          OR EXISTS (SELECT 1 FROM events e WHERE e.agent_id = @agent_id AND e.session_pk = s.pk))`,
+  q: "agentmon_contains_ci(s.end_state_reason, @q)",
+} as const;
+type Condition = keyof typeof CONDITIONS;
+
+/** The conditions and parameters of a list query. */
+function listQuery(projectId: string, filter: SessionFilter, after: Position | undefined, limit: number) {
+  const params: Record<string, unknown> = { project_id: projectId, limit: limit + 1 };
+  const conditions: Condition[] = [];
+  const add = (condition: Condition, values: Record<string, unknown>) => {
+    conditions.push(condition);
+    Object.assign(params, values);
+  };
+  if (after) add("after", { after_us: after.init_us, after_id: after.id });
+  if (filter.end_state !== undefined) add("end_state", { end_state: filter.end_state });
+  if (filter.from_us !== undefined) add("from_us", { from_us: filter.from_us });
+  if (filter.to_us !== undefined) add("to_us", { to_us: filter.to_us });
+  const tags = [...new Set(filter.tags ?? [])];
+  if (tags.length > 0) add("tags", { tags: json(tags), tag_count: tags.length });
+  if (filter.agent_id !== undefined) add("agent_id", { agent_id: filter.agent_id });
+  if (filter.q !== undefined) add("q", { q: filter.q.toLowerCase() });
+  return { conditions, params };
+}
+
+export function sessionStatements(db: Db) {
+  const q = {
+    insert: db.prepare(
+      `INSERT INTO sessions (id, project_id, init_timestamp, init_us, end_timestamp, end_state,
+         end_state_reason, tags, host_env, extra)
+       VALUES (@id, @project_id, @init_timestamp, @init_us, @end_timestamp, @end_state,
+         @end_state_reason, @tags, @host_env, @extra)
+       ON CONFLICT (id) DO NOTHING`,
+    ),
+    get: db.prepare<[string], SessionRow>("SELECT * FROM sessions WHERE id = ?"),
+    update: db.prepare(
+      `UPDATE sessions SET init_timestamp = @init_timestamp, init_us = @init_us,
+         end_timestamp = @end_timestamp, end_state = @end_state, end_state_reason = @end_state_reason,
+         tags = @tags, host_env = @host_env, extra = @extra
+       WHERE pk = @pk`,
+    ),
+    pk: db.prepare<[string], { pk: number; project_id: string }>("SELECT pk, project_id FROM sessions WHERE id = ?"),
+    // One statement computes every session's totals, for one session or a page of them, so
+    // token_cost (S6), a session's stats and a list row's stats are the same sums.
+    totals: db.prepare<[string], TotalsRow>(
+      `SELECT session_pk AS pk, count(*) AS events,
+         count(*) FILTER (WHERE type = 'llm') AS llm, count(*) FILTER (WHERE type = 'tool') AS tool,
+         count(*) FILTER (WHERE type = 'action') AS action, count(*) FILTER (WHERE type = 'error') AS error,
+         total(prompt_tokens) FILTER (WHERE type = 'llm') AS prompt_tokens,
+         total(completion_tokens) FILTER (WHERE type = 'llm') AS completion_tokens,
+         total(cost) FILTER (WHERE type = 'llm') AS cost,
+         min(init_us) AS first_us, max(max(init_us, coalesce(end_us, init_us))) AS last_us
+       FROM events WHERE session_pk IN (SELECT value FROM json_each(?))
+       GROUP BY session_pk`,
+    ),
+    agentsOf: db.prepare<[number], { id: string; name: string | null; extra: string }>(
+      "SELECT id, name, extra FROM agents WHERE session_pk = ? ORDER BY id",
+    ),
+    eventsOf: db.prepare<[number], StoredEvent>("SELECT * FROM events WHERE session_pk = ? ORDER BY init_us, id"),
+    deleteEvents: db.prepare("DELETE FROM events WHERE session_pk = ?"),
+    deleteAgents: db.prepare("DELETE FROM agents WHERE session_pk = ?"),
+    delete: db.prepare("DELETE FROM sessions WHERE pk = ?"),
+  };
+
+  // The q filter: case-insensitive by JavaScript's Unicode case mapping, not SQLite's ASCII-only lower().
+  db.function("agentmon_contains_ci", { deterministic: true }, (text: unknown, needle: unknown) =>
+    typeof text === "string" && typeof needle === "string" && text.toLowerCase().includes(needle) ? 1 : 0,
+  );
+  const listStatements = new Map<string, Database.Statement<Record<string, unknown>, SessionRow>>();
+  const listStatement = (conditions: Condition[]) => {
+    const key = conditions.join(",");
+    let statement = listStatements.get(key);
+    if (!statement) {
+      const where = ["s.project_id = @project_id", ...conditions.map((c) => CONDITIONS[c])].join(" AND ");
+      statement = db.prepare<Record<string, unknown>, SessionRow>(
+        `SELECT s.* FROM sessions s WHERE ${where} ORDER BY s.init_us DESC, s.id DESC LIMIT @limit`,
+      );
+      listStatements.set(key, statement);
+    }
+    return statement;
+  };
+
+  /** The session's row, when the session exists in that project. */
+  const rowOf = (projectId: string, id: string) => {
+    const row = q.get.get(id);
+    return row && row.project_id === projectId ? row : undefined;
+  };
+  /** The totals of these sessions, by row key. */
+  const totalsOf = (pks: number[]): Map<number, SessionTotals> =>
+    new Map(q.totals.all(json(pks)).map((row) => [row.pk, totals(row)]));
+  const totalsOfOne = (pk: number) => totalsOf([pk]).get(pk) ?? NO_TOTALS;
+
+  const stored = (next: SessionRecord) => ({
+    ...next,
+    tags: next.tags === null ? null : json(next.tags),
+    host_env: next.host_env === null ? null : json(next.host_env),
+    extra: json(next.extra),
+  });
+
+  return {
+    /** The session's row key, when the session exists in that project. */
+    pkOf(projectId: string, id: string) {
+      const row = q.pk.get(id);
+      return row && row.project_id === projectId ? row.pk : undefined;
+    },
+    get(projectId: string, id: string) {
+      const row = rowOf(projectId, id);
+      return row && sessionRecord(row);
+    },
+    create(projectId: string, session: NewSession) {
+      const { changes } = q.insert.run(stored({ ...session, project_id: projectId }));
+      if (changes === 1) return { created: true, projectId };
+      return { created: false, projectId: (q.pk.get(session.id) as { project_id: string }).project_id };
+    },
+    /** Read, merge and write: run inside one transaction (a group commit's savepoint). */
+    update(projectId: string, id: string, changes: SessionChanges): SessionWithTotals | undefined {
+      const row = rowOf(projectId, id);
+      if (!row) return undefined;
+      const before = sessionRecord(row);
+      const { extra, ...named } = changes;
+      const session: SessionRecord = { ...before, ...named, extra: { ...before.extra, ...extra } };
+      q.update.run({ ...stored(session), pk: row.pk });
+      return { session, totals: totalsOfOne(row.pk) };
+    },
+    list(projectId: string, filter: SessionFilter, after: Position | undefined, limit: number) {
+      const { conditions, params } = listQuery(projectId, filter, after, limit);
+      const rows = listStatement(conditions).all(params);
+      const page = rows.slice(0, limit);
+      const last = page[page.length - 1];
+      const byPk = totalsOf(page.map((row) => row.pk));
+      return {
+        items: page.map((row) => ({ session: sessionRecord(row), totals: byPk.get(row.pk) ?? NO_TOTALS })),
+        next: rows.length > limit && last ? { init_us: last.init_us, id: last.id } : null,
+      } satisfies Page<SessionWithTotals>;
+    },
+    /** Run inside a read transaction, so that the parts agree. */
+    read(projectId: string, id: string, parts: { agents: boolean; events: boolean }): SessionSnapshot | undefined {
+      const row = rowOf(projectId, id);
+      if (!row) return undefined;
+      return {
+        session: sessionRecord(row),
+        totals: totalsOfOne(row.pk),
+        agents: parts.agents ? q.agentsOf.all(row.pk).map(agentRecord) : [],
+        events: parts.events ? q.eventsOf.all(row.pk).map(eventRecord) : [],
+      };
+    },
+    /** Run inside one transaction: the events, the agents, then the session. */
+    delete(projectId: string, id: string) {
+      const row = rowOf(projectId, id);
+      if (!row) return false;
+      // Explicit rather than by ON DELETE CASCADE, which only works where foreign_keys is on.
+      q.deleteEvents.run(row.pk);
+      q.deleteAgents.run(row.pk);
+      q.delete.run(row.pk);
+      return true;
+    },
+  };
+}

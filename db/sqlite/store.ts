@@ -1,0 +1,130 @@
+/**
+ * The better-sqlite3 adapter of `Store`: one connection, WAL, statements prepared once (one file
+ * per table group: keys.ts, sessions.ts, events.ts). Reads run at once; writes are
+ * group-committed (group-commit.ts) and settle once committed (G7). better-sqlite3 is
+ * synchronous; the async methods only wrap it. Every failure leaves as a typed error
+ * (errors.ts translates SQLite's codes).
+ */
+import { type PriceTable, priceEvent, priceTable } from "../../domain/prices.ts";
+import { patchEvent } from "../../domain/records.ts";
+import type { EventRecord } from "../../domain/types.ts";
+import { SchemaMismatch } from "../errors.ts";
+import type { Store } from "../store.ts";
+import { type Checkpointer, startCheckpointer } from "./checkpointer.ts";
+import { rethrow } from "./errors.ts";
+import { type EventPatcher, eventStatements } from "./events.ts";
+import { groupCommit } from "./group-commit.ts";
+import { keyStatements } from "./keys.ts";
+import { schemaVersion, versionOf } from "./migrate.ts";
+import type { Db } from "./open.ts";
+import { type EventRow, eventRow } from "./rows.ts";
+import { sessionStatements } from "./sessions.ts";
+
+export interface SqliteStore extends Store {
+  /** Group transactions committed since the store was made: lets tests see calls coalesce. */
+  readonly commits: number;
+  /** insertEvents with the rows already built (`eventRow`), e.g. by another thread. */
+  insertEventRows(projectId: string, sessionId: string, rows: EventRow[], keyId?: string): Promise<boolean>;
+}
+
+export interface StoreOptions {
+  /** Prices the llm events that update_events changes (a table cost is re-priced); default: shipped. */
+  prices?: PriceTable;
+  /** How update_events applies an entry; default: domain/records.ts patchEvent, then re-priced. */
+  patcher?: EventPatcher;
+  /** Run WAL checkpoints from a worker thread (checkpointer.ts) for a file database; default true. */
+  checkpointer?: boolean | undefined;
+}
+
+/** Every method's failures as typed errors (db/errors.ts), whatever SQLite threw. */
+function typedErrors<S extends object>(store: S): S {
+  for (const [name, method] of Object.entries(store)) {
+    if (typeof method !== "function") continue;
+    (store as Record<string, unknown>)[name] = (...args: unknown[]) =>
+      (method as (...a: unknown[]) => Promise<unknown>)(...args).catch(rethrow);
+  }
+  return store;
+}
+
+export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
+  const prices = options.prices ?? priceTable();
+  const apply: EventPatcher = options.patcher ?? ((stored, patch) => priceEvent(patchEvent(stored, patch), prices));
+  const checkpointer = startCheckpointing(db, options.checkpointer !== false);
+  const keys = keyStatements(db);
+  const sessions = sessionStatements(db);
+  const events = eventStatements(db);
+  const group = groupCommit(db);
+  const readSession = db.transaction(sessions.read);
+
+  /**
+   * A write call: queued for the next group commit, and run there only when the session is in
+   * the project and, for a JWT's write, the key it was issued through is still live (4.3).
+   */
+  const write = <T>(rows: number, keyId: string | undefined, projectId: string, run: () => T) =>
+    group.write(rows, () => {
+      keys.requireLive(keyId, projectId);
+      return run();
+    });
+  const inSession = <T>(projectId: string, sessionId: string, run: (pk: number) => T, otherwise: T) => {
+    const pk = sessions.pkOf(projectId, sessionId);
+    return pk === undefined ? otherwise : run(pk);
+  };
+  const insertEventRows = (projectId: string, sessionId: string, rows: EventRow[], keyId?: string) =>
+    write(rows.length, keyId, projectId, () => inSession(projectId, sessionId, (pk) => events.insert(pk, rows), false));
+
+  return typedErrors({
+    get commits() {
+      return group.commits;
+    },
+    metaValue: async (key, fallback) => keys.metaValue(key, fallback),
+    createApiKey: async (hash, prefix, projectName, now) => keys.create(hash, prefix, projectName, now),
+    apiKeyByHash: async (hash) => keys.byHash(hash),
+    apiKeyById: async (id) => keys.byId(id),
+    listApiKeys: async () => keys.list(),
+    revokeApiKey: async (id, now) => keys.revoke(id, now),
+
+    createSession: (projectId, session) => group.write(1, () => sessions.create(projectId, session)),
+    getSession: async (projectId, id) => sessions.get(projectId, id),
+    updateSession: (projectId, id, changes, keyId) =>
+      write(1, keyId, projectId, () => sessions.update(projectId, id, changes)),
+    listSessions: async (projectId, filter, after, limit) => sessions.list(projectId, filter, after, limit),
+    readSession: async (projectId, sessionId, parts) => readSession(projectId, sessionId, parts),
+    listEventsPage: async (projectId, sessionId, page) =>
+      inSession(projectId, sessionId, (pk) => events.page(pk, page), undefined),
+    deleteSession: (projectId, sessionId) => group.write(1, () => sessions.delete(projectId, sessionId)),
+
+    insertEvents: (projectId, sessionId, list: EventRecord[], keyId) =>
+      insertEventRows(projectId, sessionId, list.map(eventRow), keyId),
+    insertEventRows,
+    updateEvents: (projectId, sessionId, patches, keyId) =>
+      write(patches.length, keyId, projectId, () =>
+        inSession(projectId, sessionId, (pk) => events.update(pk, patches, apply), { status: "no-session" as const }),
+      ),
+    upsertAgent: (projectId, sessionId, agent, keyId) =>
+      write(1, keyId, projectId, () => inSession(projectId, sessionId, (pk) => events.upsertAgent(pk, agent), false)),
+
+    async ping(now) {
+      const version = versionOf(db);
+      if (version !== schemaVersion()) throw new SchemaMismatch(version, schemaVersion());
+      await group.write(1, () => keys.heartbeat(now));
+      return version;
+    },
+    async close() {
+      // What is queued is committed (or fails) before the connection closes: no call is dropped.
+      // A call made after close() fails in its flush, as any use of a closed connection does.
+      group.drain();
+      await checkpointer?.stop(); // first, so that this connection is the last and cleans the WAL up
+      if (db.open) db.close();
+    },
+  } satisfies SqliteStore);
+}
+
+/**
+ * A file database checkpoints from a worker thread (checkpointer.ts); this connection only does
+ * when the worker falls 40 MB behind.
+ */
+function startCheckpointing(db: Db, wanted: boolean): Checkpointer | undefined {
+  const onDisk = db.memory === false && !db.readonly && db.pragma("journal_mode", { simple: true }) === "wal";
+  if (onDisk) db.pragma("wal_autocheckpoint = 10000");
+  return onDisk && wanted ? startCheckpointer(db.name) : undefined;
+}

@@ -1,0 +1,89 @@
+/**
+ * Credentials (contract part 4), checked before the body is read (G3: 401 comes first): the API
+ * key of create_session and the read API, the JWT of the session writes. Failed API-key checks
+ * are counted per client address (4.6), and each key may be rate limited (O3). What a check
+ * finds is left on the request (`req.apiKey`, `req.claims`: handlers/types.ts).
+ */
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { Store } from "../db/store.ts";
+import { type ApiError, invalidApiKey, invalidJwt, tooManyRequests } from "../domain/errors.ts";
+import { hashApiKey, isApiKeyShape, isLive } from "../domain/keys.ts";
+import type { ApiKeyRecord } from "../domain/types.ts";
+import { verifyJwt } from "./jwt.ts";
+import { FailureLimiter, RateLimiter } from "./ratelimit.ts";
+import type { Routes } from "./routes.ts";
+
+export interface CredentialOptions {
+  store: Store;
+  jwtSecret: string;
+  routes: Routes;
+  now: () => number;
+  /** Failed API-key checks allowed per address and window (4.6). */
+  authFailLimit?: number | undefined;
+  authFailWindowMs?: number | undefined;
+  /** O3: requests per minute per API key (with the JWTs it obtained); 0 or absent turns it off. */
+  rateLimit?: number | undefined;
+}
+
+/**
+ * Sets each route's credential check from the spec (register before the routes), and answers
+ * what the error handler should check before any error answer (see review).
+ */
+export function credentials(app: FastifyInstance, options: CredentialOptions) {
+  const { store, jwtSecret, now } = options;
+  const limiter = new FailureLimiter(options.authFailLimit ?? 20, options.authFailWindowMs ?? 60_000);
+  const rate = options.rateLimit ? new RateLimiter(options.rateLimit) : undefined;
+  /** O3: one request taken from the API key's bucket. */
+  const throttle = (keyId: string) => {
+    const wait = rate?.take(keyId, now()) ?? 0;
+    if (wait > 0) throw tooManyRequests(wait, "This API key is over its request rate limit");
+  };
+
+  async function checkApiKey(req: FastifyRequest) {
+    const wait = limiter.retryAfter(req.ip, now());
+    if (wait > 0) throw tooManyRequests(wait);
+    const header = req.headers["x-agentmon-api-key"] ?? req.headers["x-agentops-api-key"];
+    const given = typeof header === "string" ? header.trim() : "";
+    const key = isApiKeyShape(given) ? await store.apiKeyByHash(hashApiKey(given)) : undefined;
+    if (!isLive(key)) {
+      limiter.fail(req.ip, now());
+      throw invalidApiKey();
+    }
+    throttle(key.id);
+    req.apiKey = key;
+  }
+
+  /**
+   * A JWT's signature and lifetime are checked here, before the body is read. Its API key is
+   * checked where it cannot go stale (4.3): every JWT operation writes, and the store checks the
+   * key inside the write's own transaction (KeyRevoked: 401, nothing stored); any other answer
+   * checks it first (review), so a revoked key's 401 still comes before all else (G3).
+   */
+  async function checkJwt(req: FastifyRequest) {
+    const match = /^Bearer +([^ ]+) *$/i.exec(req.headers.authorization ?? "");
+    const claims = match?.[1] ? verifyJwt(match[1], jwtSecret, Math.floor(now() / 1000)) : undefined;
+    if (!claims) throw invalidJwt();
+    req.claims = claims;
+    throttle(claims.key_id);
+  }
+
+  app.addHook("onRoute", (route) => {
+    const kind = options.routes.security(route.method as string, route.url);
+    if (kind === "apiKey") route.onRequest = checkApiKey;
+    if (kind === "jwt") route.onRequest = checkJwt;
+  });
+
+  return {
+    /** An error answer to a JWT request whose key is no longer live is that key's 401 (G3). */
+    async review(req: FastifyRequest, error: ApiError): Promise<ApiError> {
+      if (!req.claims || error.statusCode === 401 || error.statusCode >= 500) return error;
+      let key: ApiKeyRecord | undefined;
+      try {
+        key = await store.apiKeyById(req.claims.key_id);
+      } catch {
+        return error; // the key cannot be read: the storage fault is answered instead
+      }
+      return isLive(key, req.claims.project_id) ? error : invalidJwt();
+    },
+  };
+}

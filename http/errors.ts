@@ -1,0 +1,155 @@
+/**
+ * The one place where failures become answers: every error, whoever threw it (a handler, a
+ * service, a storage adapter, Fastify, ajv, Node's HTTP parser), leaves as a contract G2 body
+ * with its status. Nothing internal reaches the client.
+ */
+import type { Duplex } from "node:stream";
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { Conflict, KeyRevoked, SchemaMismatch, StorageFault } from "../db/errors.ts";
+import {
+  ApiError,
+  internalError,
+  invalidJwt,
+  invalidParameters,
+  invalidRequest,
+  payloadTooLarge,
+  serviceUnavailable,
+  unsupportedMediaType,
+} from "../domain/errors.ts";
+import type { Routes } from "./routes.ts";
+import { type AjvError, detailsFromAjv } from "./validation.ts";
+
+export const storageUnavailable = (reason: string) =>
+  serviceUnavailable(`Storage is unavailable (${reason}); nothing was stored. Retry after 5 seconds`, 5);
+
+/** What a storage failure means for a client (O4); undefined if the error is not one. */
+export function storageFault(err: unknown): string | undefined {
+  if (err instanceof StorageFault) return err.reason;
+  if (err instanceof SchemaMismatch) return err.message;
+  return undefined;
+}
+
+const errorName: Record<number, string> = {
+  400: "Bad request",
+  404: "Not found",
+  405: "Method not allowed",
+  413: "Payload too large",
+  415: "Unsupported media type",
+};
+
+/** A detail path under `query` or `path`: `query.limit`, `query.tag[1]`, `query["odd name"]`. */
+const under = (prefix: string, path: string) =>
+  path === "" ? prefix : path.startsWith("[") ? `${prefix}${path}` : `${prefix}.${path}`;
+
+/** ajv's verdict on a part of the request: the body's problems, or the parameters'. */
+function invalid(errors: AjvError[], context: string | undefined): ApiError {
+  const details = detailsFromAjv(errors);
+  if (context === "querystring") return invalidParameters(details.map((d) => ({ ...d, path: under("query", d.path) })));
+  if (context === "params") return invalidParameters(details.map((d) => ({ ...d, path: under("path", d.path) })));
+  return invalidRequest(details);
+}
+
+const FASTIFY_ERRORS: Record<string, (bodyLimit: number) => ApiError> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: payloadTooLarge,
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: () => unsupportedMediaType(),
+  FST_ERR_BAD_URL: () =>
+    new ApiError(400, { error: "Bad request", message: "The URL is not valid percent-encoded UTF-8" }),
+  FST_ERR_MAX_PARAM_LENGTH: () =>
+    new ApiError(414, {
+      error: "URI too long",
+      message: "A path parameter is longer than 3072 characters; ids are at most 256",
+    }),
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: () =>
+    new ApiError(400, { error: "Bad request", message: "The request body does not match its Content-Length" }),
+};
+const undecodable = () =>
+  new ApiError(400, {
+    error: "Bad request",
+    message: "The request body could not be decompressed as its Content-Encoding says",
+  });
+for (const code of ["Z_DATA_ERROR", "Z_BUF_ERROR", "ERR_STREAM_PREMATURE_CLOSE"]) FASTIFY_ERRORS[code] = undecodable;
+
+/** Every error as a contract G2 answer. */
+export function toApiError(err: unknown, bodyLimit: number): ApiError {
+  if (err instanceof ApiError) return err;
+  if (err instanceof KeyRevoked) return invalidJwt();
+  if (err instanceof StorageFault) return storageUnavailable(err.reason);
+  if (err instanceof SchemaMismatch) return storageUnavailable(err.message);
+  if (err instanceof Conflict) {
+    return new ApiError(409, { error: "Conflict", message: "Another call wrote the same record; retry the call" });
+  }
+  const e = err as Partial<FastifyError> & { validation?: AjvError[] };
+  if (e.validation) return invalid(e.validation, e.validationContext);
+  const known = e.code === undefined ? undefined : FASTIFY_ERRORS[e.code];
+  if (known) return known(bodyLimit);
+  const status = e.statusCode ?? 500;
+  if (status >= 400 && status < 500) {
+    return new ApiError(status, { error: errorName[status] ?? "Bad request", message: e.message ?? "Bad request" });
+  }
+  return internalError();
+}
+
+/**
+ * Errors Node's HTTP parser meets before there is a request to route (O1 timeouts, oversized or
+ * broken headers) get a G2 body too; the connection is then closed.
+ */
+export function clientError(err: NodeJS.ErrnoException, socket: Duplex) {
+  if (err.code === "ECONNRESET" || socket.destroyed) return;
+  const [status, reason, body] =
+    err.code === "ERR_HTTP_REQUEST_TIMEOUT"
+      ? [
+          408,
+          "Request Timeout",
+          { error: "Request timeout", message: "The request did not arrive in time; send it again" },
+        ]
+      : err.code === "HPE_HEADER_OVERFLOW"
+        ? [
+            431,
+            "Request Header Fields Too Large",
+            { error: "Request header fields too large", message: "The request headers are over 16 KiB" },
+          ]
+        : [400, "Bad Request", { error: "Bad request", message: "The request is not valid HTTP/1.1" }];
+  const text = JSON.stringify(body);
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
+    );
+  }
+  socket.destroy();
+}
+
+/** Sends an error as its G2 answer. */
+export const sendError = (reply: FastifyReply, error: ApiError) =>
+  reply.code(error.statusCode).headers(error.headers).send(error.body);
+
+export interface ErrorOptions {
+  bodyLimit: number;
+  routes: Routes;
+  /** A last look at an error answer before it is sent (the credentials plugin's: G3 order). */
+  review?: (req: FastifyRequest, error: ApiError) => Promise<ApiError>;
+}
+
+/** The error handler, and the 404 and 405 answers of routes the spec does not have. */
+export function errorAnswers(app: FastifyInstance, { bodyLimit, routes, review }: ErrorOptions) {
+  app.setErrorHandler(async (err, req, reply) => {
+    let error = toApiError(err, bodyLimit);
+    if (review) error = await review(req, error);
+    if (error.statusCode === 500 || error.statusCode === 503) req.log.error({ err }, "request failed");
+    sendError(reply, error);
+  });
+  app.setNotFoundHandler((req, reply) => {
+    const path = req.url.split("?")[0] ?? "";
+    const allowed = routes.allowedOn(path);
+    if (allowed) {
+      reply
+        .code(405)
+        .header("allow", allowed.join(", "))
+        .send({
+          error: "Method not allowed",
+          message: `${req.method} is not allowed on ${path}; use ${allowed.join(", ")}`,
+        });
+      return;
+    }
+    reply.code(404).send({ error: "Not found", message: `There is no route ${req.method} ${path}` });
+  });
+}

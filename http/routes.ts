@@ -1,0 +1,64 @@
+/**
+ * What the routes of openapi.yaml say beyond their schemas: which credential each operation
+ * needs, which methods each path has (for 405 answers), and which media types the responses use.
+ */
+export type Security = "apiKey" | "jwt" | "none";
+
+interface Operation {
+  security?: Record<string, string[]>[];
+  requestBody?: unknown;
+  responses?: Record<string, { $ref?: string; content?: object }>;
+}
+
+export interface Spec {
+  paths: Record<string, Record<string, Operation>>;
+  components: {
+    schemas: Record<string, { properties?: Record<string, Record<string, unknown>> }>;
+    responses?: Record<string, { content?: object }>;
+  };
+}
+
+function securityOf(operation: Operation): Security {
+  const schemes = (operation.security ?? []).flatMap((requirement) => Object.keys(requirement));
+  if (schemes.includes("bearerAuth")) return "jwt";
+  if (schemes.includes("agentmonApiKey")) return "apiKey";
+  return "none";
+}
+
+export interface Routes {
+  /** The credential a route needs, by Fastify's method and URL (`GET /v2/sessions/:session_id`). */
+  security(method: string, url: string): Security;
+  /** The methods the spec has for a concrete path, templates (`/v2/sessions/{session_id}`) included. */
+  allowedOn(path: string): string[] | undefined;
+  /** Every media type the spec's responses use. */
+  responseMediaTypes: Set<string>;
+}
+
+export function routesOf(spec: Spec): Routes {
+  const security = new Map<string, Security>();
+  const methods = new Map<string, { pattern: RegExp; allowed: string[] }>();
+  const mediaTypes = new Set<string>();
+  const shared = spec.components.responses ?? {};
+  for (const [path, item] of Object.entries(spec.paths)) {
+    for (const [method, operation] of Object.entries(item)) {
+      security.set(`${method.toUpperCase()} ${path}`, securityOf(operation));
+      const pattern = new RegExp(`^${path.replace(/\{[^}]+\}/g, "[^/]+")}$`);
+      methods.set(path, { pattern, allowed: [...(methods.get(path)?.allowed ?? []), method.toUpperCase()] });
+      for (const response of Object.values(operation.responses ?? {})) {
+        const resolved = response.$ref ? shared[response.$ref.split("/").pop() ?? ""] : response;
+        for (const type of Object.keys(resolved?.content ?? {})) mediaTypes.add(type);
+      }
+    }
+  }
+  return {
+    // Routes say `/v2/sessions/:session_id` where the spec says `{session_id}`, and Fastify adds a
+    // HEAD route for every GET: both need the GET's credential.
+    security: (method, url) =>
+      security.get(`${method === "HEAD" ? "GET" : method} ${url.replace(/:(\w+)/g, "{$1}")}`) ?? "none",
+    allowedOn(path) {
+      const allowed = [...methods.values()].filter((m) => m.pattern.test(path)).flatMap((m) => m.allowed);
+      return allowed.length > 0 ? [...new Set(allowed)] : undefined;
+    },
+    responseMediaTypes: mediaTypes,
+  };
+}

@@ -1,0 +1,95 @@
+/** The read API (issue 5): a project's sessions, listed and filtered, read whole, deleted. */
+import type { Store } from "../db/store.ts";
+import { decodeCursor, encodeCursor } from "../domain/cursor.ts";
+import { type ErrorDetail, invalidParameters, sessionNotFound } from "../domain/errors.ts";
+import { canonicalEndState, END_STATE_RULE, KINDS } from "../domain/records.ts";
+import { parseTimestamp } from "../domain/timestamps.ts";
+import type { Kind, SessionFilter } from "../domain/types.ts";
+
+const CURSOR_PROBLEM: ErrorDetail = {
+  path: "query.cursor",
+  message: "is not a cursor this operation made; pass next_cursor back as it was given",
+};
+
+/** The query of GET /v2/sessions, as ajv has checked it. */
+export interface SessionsQuery {
+  tag?: string[];
+  end_state?: string;
+  from?: string;
+  to?: string;
+  agent_id?: string;
+  q?: string;
+  cursor?: string;
+  limit?: number;
+}
+
+/** A page of the project's sessions, newest first, filtered; with the cursor of the next page. */
+export async function listSessions(store: Store, projectId: string, query: SessionsQuery) {
+  const errors: ErrorDetail[] = [];
+  const filter: SessionFilter = {};
+  if (query.tag !== undefined) filter.tags = query.tag;
+  if (query.end_state !== undefined) {
+    const state = canonicalEndState(query.end_state);
+    if (state) filter.end_state = state;
+    else errors.push({ path: "query.end_state", message: END_STATE_RULE });
+  }
+  // ajv has checked both formats (G6); parse again for the instant.
+  const from = query.from === undefined ? undefined : parseTimestamp(query.from);
+  const to = query.to === undefined ? undefined : parseTimestamp(query.to);
+  if (from) filter.from_us = from.us;
+  if (to) filter.to_us = to.us;
+  if (query.agent_id !== undefined) filter.agent_id = query.agent_id;
+  if (query.q) filter.q = query.q; // every reason contains "": an empty q filters nothing
+  const after = query.cursor === undefined ? undefined : decodeCursor("sessions", query.cursor);
+  if (query.cursor !== undefined && !after) errors.push(CURSOR_PROBLEM);
+  if (errors.length > 0) throw invalidParameters(errors);
+
+  const page = await store.listSessions(projectId, filter, after, query.limit ?? 50);
+  return { items: page.items, next_cursor: page.next === null ? null : encodeCursor("sessions", page.next) };
+}
+
+/** `llm` or the SDK's `llms` (E2): the kind either names. */
+const KIND_OF = new Map<string, Kind>(
+  Object.entries(KINDS).flatMap(([kind, plural]) => [
+    [kind, kind as Kind],
+    [plural, kind as Kind],
+  ]),
+);
+
+/** A page of a session's events in time order, only the kinds asked for. */
+export async function listEvents(
+  store: Store,
+  projectId: string,
+  sessionId: string,
+  query: { type?: string[]; limit?: number; cursor?: string },
+) {
+  const { type, limit = 100, cursor } = query;
+  const after = cursor === undefined ? undefined : decodeCursor("events", cursor);
+  if (cursor !== undefined && !after) throw invalidParameters([CURSOR_PROBLEM]);
+  // ajv has limited the names to the enum, so every one is a kind.
+  const types = type === undefined ? undefined : [...new Set(type.map((name) => KIND_OF.get(name) as Kind))];
+  const page = await store.listEventsPage(projectId, sessionId, {
+    limit,
+    ...(types ? { types } : {}),
+    ...(after ? { after } : {}),
+  });
+  if (!page) throw sessionNotFound(sessionId);
+  return { items: page.items, next_cursor: page.next === null ? null : encodeCursor("events", page.next) };
+}
+
+/** The session with its totals, and its agents and events when asked, read together. */
+export async function readSession(
+  store: Store,
+  projectId: string,
+  sessionId: string,
+  parts: { agents: boolean; events: boolean },
+) {
+  const found = await store.readSession(projectId, sessionId, parts);
+  if (!found) throw sessionNotFound(sessionId);
+  return found;
+}
+
+/** Removes the session with its events and agents; a second delete, or another project's session, is a 404. */
+export async function deleteSession(store: Store, projectId: string, sessionId: string) {
+  if (!(await store.deleteSession(projectId, sessionId))) throw sessionNotFound(sessionId);
+}
