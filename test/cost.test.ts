@@ -360,7 +360,7 @@ t.test("migration 002 upgrades a real version-1 database file", async (t) => {
   // A version-1 file, made as agentmon 1 made it: migration 001 alone, user_version 1.
   const v1 = new Database(path);
   v1.pragma("journal_mode = WAL");
-  v1.exec(readFileSync(new URL("../db/migrations/001-create-tables.sql", import.meta.url), "utf8"));
+  v1.exec(readFileSync(new URL("../db/sqlite/migrations/001-create-tables.sql", import.meta.url), "utf8"));
   v1.pragma("user_version = 1");
   v1.prepare("INSERT INTO projects (id, name, created_at) VALUES ('p1', 'default', '2026-01-01T00:00:00Z')").run();
   v1.prepare(
