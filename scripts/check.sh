@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole gate, in order: generated types are current, lint, typecheck, the tap suite.
+# The whole gate, in order: generated types are current, lint, layers (no import cycle, no import
+# up the layering: .dependency-cruiser.mjs), typecheck, the tap suite.
 # It always ends with one line "N passed, N failed" (tap's assertion counts).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +18,7 @@ gate() {
 
 gate "generated types are current (npm run generate to refresh)" npm run -s check:generated
 gate "lint" npm run -s lint
+gate "layers (rules in .dependency-cruiser.mjs)" npm run -s check:layers
 gate "typecheck" npm run -s typecheck
 
 echo "== tests: tap"
