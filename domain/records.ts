@@ -127,7 +127,7 @@ const BAG_FIELDS = [
   "trigger_event_type",
 ] as const;
 
-/** Named fields stored in columns of their own (see db/migrations). */
+/** Named fields stored in columns of their own (see db/sqlite/migrations). */
 const COLUMN_FIELDS = ["end_timestamp", "agent_id", "model", "prompt_tokens", "completion_tokens", "cost"] as const;
 
 /** Named fields copied as given into EventInput.fields (aliases are resolved later, by kind). */

@@ -5,5 +5,5 @@
  */
 export const ROOT = new URL("../", import.meta.url);
 
-/** A file or folder of the repository, from its root: `fromRoot("db/migrations/")`. */
+/** A file or folder of the repository, from its root: `fromRoot("db/sqlite/migrations/")`. */
 export const fromRoot = (path: string) => new URL(path, ROOT);

@@ -4,8 +4,10 @@
  * this code is refused, never downgraded.
  */
 import { readdirSync, readFileSync } from "node:fs";
+import type Database from "better-sqlite3";
 import { fromRoot } from "../../lib/paths.ts";
-import type { Db } from "./open.ts";
+
+type Db = Database.Database;
 
 const MIGRATIONS = fromRoot("db/sqlite/migrations/");
 
