@@ -10,11 +10,12 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import t from "tap";
+import { loadConfig } from "../cli/config.ts";
 import { openDb } from "../db/sqlite/open.ts";
 import { type PriceEntry, parsePrices, priceTable, readPrices, shippedPrices } from "../domain/prices.ts";
 import { parseTimestamp } from "../domain/timestamps.ts";
 import { formatCost } from "../domain/views.ts";
-import { loadConfig, main } from "../server.ts";
+import { main } from "../server.ts";
 import { API_KEY, build, type TestApp, tempDir } from "./helper.ts";
 
 const read = (api: TestApp, url: string) =>

@@ -7,9 +7,9 @@ import { randomUUID } from "node:crypto";
 import { connect, type Socket } from "node:net";
 import { join } from "node:path";
 import t, { type Test } from "tap";
+import { loadConfig } from "../cli/config.ts";
 import { openDb } from "../db/sqlite/open.ts";
 import { sqliteStore } from "../db/sqlite/store.ts";
-import { loadConfig } from "../server.ts";
 import { API_KEY, build, inspect, OTHER_PROJECT_KEY, tempDir, UNKNOWN_KEY } from "./helper.ts";
 import { agentmon, childEnv, LISTENING } from "./process.ts";
 

@@ -7,11 +7,12 @@ import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import t, { type Test } from "tap";
+import { ConfigError, loadConfig, readSize } from "../cli/config.ts";
 import { openDb } from "../db/sqlite/open.ts";
 import { sqliteStore } from "../db/sqlite/store.ts";
 import { hashApiKey, keyPrefix } from "../domain/keys.ts";
 import type { ApiKeyRecord } from "../domain/types.ts";
-import { ConfigError, loadConfig, main, readSize } from "../server.ts";
+import { main } from "../server.ts";
 import { API_KEY, build, eventIds, INVALID_JWT, inspect, MIB, tempDir } from "./helper.ts";
 import { agentmon, childEnv, LISTENING, WAIT_MS } from "./process.ts";
 

@@ -28,68 +28,79 @@ interface Call {
 
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
-export interface GroupCommit {
-  /** Queues a write call of `rows` rows; it settles once the group it ran in is committed or not. */
-  write<T>(rows: number, run: () => T): Promise<T>;
-  /** Runs every queued call now, group by group (close() does, so that no call is dropped). */
-  drain(): void;
+/** The queue of write calls of one connection, and its group transactions. */
+export class GroupCommit {
+  readonly #db: Db;
+  readonly #tx;
+  readonly #queue: Call[] = [];
+  #flushScheduled = false;
+  #commits = 0;
+
+  constructor(db: Db) {
+    this.#db = db;
+    this.#tx = {
+      begin: db.prepare("BEGIN IMMEDIATE"),
+      commit: db.prepare("COMMIT"),
+      rollback: db.prepare("ROLLBACK"),
+      savepoint: db.prepare("SAVEPOINT agentmon_call"),
+      release: db.prepare("RELEASE agentmon_call"),
+      rollbackTo: db.prepare("ROLLBACK TO agentmon_call"),
+    };
+  }
+
   /** Group transactions committed so far: lets tests see calls coalesce. */
-  readonly commits: number;
-}
+  get commits() {
+    return this.#commits;
+  }
 
-export function groupCommit(db: Db): GroupCommit {
-  const tx = {
-    begin: db.prepare("BEGIN IMMEDIATE"),
-    commit: db.prepare("COMMIT"),
-    rollback: db.prepare("ROLLBACK"),
-    savepoint: db.prepare("SAVEPOINT agentmon_call"),
-    release: db.prepare("RELEASE agentmon_call"),
-    rollbackTo: db.prepare("ROLLBACK TO agentmon_call"),
-  };
-  const queue: Call[] = [];
-  let flushScheduled = false;
-  let commits = 0;
-
-  function write<T>(rows: number, run: () => T): Promise<T> {
+  /** Queues a write call of `rows` rows; it settles once the group it ran in is committed or not. */
+  write<T>(rows: number, run: () => T): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      queue.push({ rows: Math.max(1, rows), run, resolve: resolve as (value: unknown) => void, reject });
-      if (!flushScheduled) {
-        flushScheduled = true;
-        setImmediate(flush);
-      }
+      this.#queue.push({ rows: Math.max(1, rows), run, resolve: resolve as (value: unknown) => void, reject });
+      this.#schedule();
     });
   }
 
+  /** Runs every queued call now, group by group (close() does, so that no call is dropped). */
+  drain() {
+    while (this.#queue.length > 0) this.#commitGroup(this.#nextGroup());
+  }
+
+  #schedule() {
+    if (this.#flushScheduled) return;
+    this.#flushScheduled = true;
+    setImmediate(() => this.#flush());
+  }
+
   /** Commits one group; what is left waits for the next turn, so that I/O is served in between. */
-  function flush() {
-    flushScheduled = false;
-    if (queue.length > 0) commitGroup(nextGroup());
-    if (queue.length > 0 && !flushScheduled) {
-      flushScheduled = true;
-      setImmediate(flush);
-    }
+  #flush() {
+    this.#flushScheduled = false;
+    if (this.#queue.length > 0) this.#commitGroup(this.#nextGroup());
+    if (this.#queue.length > 0) this.#schedule();
   }
 
   /** The first queued calls, in call order, up to the caps (always at least one). */
-  function nextGroup(): Call[] {
+  #nextGroup(): Call[] {
     let calls = 0;
     let rows = 0;
-    for (const call of queue) {
+    for (const call of this.#queue) {
       if (calls === GROUP_MAX_CALLS || (calls > 0 && rows + call.rows > GROUP_MAX_ROWS)) break;
       calls++;
       rows += call.rows;
     }
-    return queue.splice(0, calls);
+    return this.#queue.splice(0, calls);
   }
 
-  function commitGroup(group: Call[]) {
+  #commitGroup(group: Call[]) {
+    const db = this.#db;
+    const tx = this.#tx;
     const outcomes: Outcome[] = [];
     try {
       // Only a ROLLBACK that failed below can leave a transaction open between flushes; end it
       // rather than fail every later group with "cannot start a transaction within a transaction".
       if (db.inTransaction) tx.rollback.run();
       tx.begin.run();
-      for (const call of group) outcomes.push(runCall(call));
+      for (const call of group) outcomes.push(this.#runCall(call));
       tx.commit.run();
     } catch (fault) {
       // A storage fault, an error that ended the transaction, or a failed BEGIN or COMMIT: nothing
@@ -105,7 +116,7 @@ export function groupCommit(db: Db): GroupCommit {
       for (const call of group) call.reject(fault);
       return;
     }
-    commits++;
+    this.#commits++;
     group.forEach((call, index) => {
       const outcome = outcomes[index] as Outcome;
       if (outcome.ok) call.resolve(outcome.value);
@@ -118,27 +129,18 @@ export function groupCommit(db: Db): GroupCommit {
    * that call alone, which then fails alone; a storage fault, or any error after which SQLite has
    * ended the transaction, is thrown on to fail the whole group.
    */
-  function runCall(call: Call): Outcome {
+  #runCall(call: Call): Outcome {
+    const tx = this.#tx;
     tx.savepoint.run();
     try {
       const value = call.run();
       tx.release.run();
       return { ok: true, value };
     } catch (error) {
-      if (!db.inTransaction || failsTheGroup(error)) throw error;
+      if (!this.#db.inTransaction || failsTheGroup(error)) throw error;
       tx.rollbackTo.run();
       tx.release.run();
       return { ok: false, error };
     }
   }
-
-  return {
-    write,
-    drain() {
-      while (queue.length > 0) commitGroup(nextGroup());
-    },
-    get commits() {
-      return commits;
-    },
-  };
 }

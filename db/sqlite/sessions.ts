@@ -61,8 +61,9 @@ function listQuery(projectId: string, filter: SessionFilter, after: Position | u
   return { conditions, params };
 }
 
-export function sessionStatements(db: Db) {
-  const q = {
+/** The statements of the sessions table, prepared once. */
+function prepare(db: Db) {
+  return {
     insert: db.prepare(
       `INSERT INTO sessions (id, project_id, init_timestamp, init_us, end_timestamp, end_state,
          end_state_reason, tags, host_env, extra)
@@ -99,98 +100,119 @@ export function sessionStatements(db: Db) {
     deleteAgents: db.prepare("DELETE FROM agents WHERE session_pk = ?"),
     delete: db.prepare("DELETE FROM sessions WHERE pk = ?"),
   };
+}
 
-  // The q filter: case-insensitive by JavaScript's Unicode case mapping, not SQLite's ASCII-only lower().
-  db.function("agentmon_contains_ci", { deterministic: true }, (text: unknown, needle: unknown) =>
-    typeof text === "string" && typeof needle === "string" && text.toLowerCase().includes(needle) ? 1 : 0,
-  );
-  const listStatements = new Map<string, Database.Statement<Record<string, unknown>, SessionRow>>();
-  const listStatement = (conditions: Condition[]) => {
-    const key = conditions.join(",");
-    let statement = listStatements.get(key);
-    if (!statement) {
-      const where = ["s.project_id = @project_id", ...conditions.map((c) => CONDITIONS[c])].join(" AND ");
-      statement = db.prepare<Record<string, unknown>, SessionRow>(
-        `SELECT s.* FROM sessions s WHERE ${where} ORDER BY s.init_us DESC, s.id DESC LIMIT @limit`,
-      );
-      listStatements.set(key, statement);
-    }
-    return statement;
-  };
+/** A session's named fields as its row's column values. */
+const columns = (session: SessionRecord) => ({
+  ...session,
+  tags: session.tags === null ? null : json(session.tags),
+  host_env: session.host_env === null ? null : json(session.host_env),
+  extra: json(session.extra),
+});
+
+/** The sessions table. Writes run inside the caller's transaction (a group commit's savepoint). */
+export class SessionTable {
+  readonly #db: Db;
+  readonly #q: ReturnType<typeof prepare>;
+  readonly #lists = new Map<string, Database.Statement<Record<string, unknown>, SessionRow>>();
+
+  constructor(db: Db) {
+    this.#db = db;
+    this.#q = prepare(db);
+    // The q filter: case-insensitive by JavaScript's Unicode case mapping, not SQLite's ASCII-only lower().
+    db.function("agentmon_contains_ci", { deterministic: true }, (text: unknown, needle: unknown) =>
+      typeof text === "string" && typeof needle === "string" && text.toLowerCase().includes(needle) ? 1 : 0,
+    );
+  }
+
+  /** The session's row key, when the session exists in that project. */
+  pkOf(projectId: string, id: string) {
+    const row = this.#q.pk.get(id);
+    return row && row.project_id === projectId ? row.pk : undefined;
+  }
+
+  get(projectId: string, id: string) {
+    const row = this.#row(projectId, id);
+    return row && sessionRecord(row);
+  }
+
+  create(projectId: string, session: NewSession) {
+    const { changes } = this.#q.insert.run(columns({ ...session, project_id: projectId }));
+    if (changes === 1) return { created: true, projectId };
+    return { created: false, projectId: (this.#q.pk.get(session.id) as { project_id: string }).project_id };
+  }
+
+  /** Read, merge and write, in the caller's transaction. */
+  update(projectId: string, id: string, changes: SessionChanges): SessionWithTotals | undefined {
+    const row = this.#row(projectId, id);
+    if (!row) return undefined;
+    const before = sessionRecord(row);
+    const { extra, ...named } = changes;
+    const session: SessionRecord = { ...before, ...named, extra: { ...before.extra, ...extra } };
+    this.#q.update.run({ ...columns(session), pk: row.pk });
+    return { session, totals: this.#totalsOf(row.pk) };
+  }
+
+  list(projectId: string, filter: SessionFilter, after: Position | undefined, limit: number) {
+    const { conditions, params } = listQuery(projectId, filter, after, limit);
+    const rows = this.#listStatement(conditions).all(params);
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    const byPk = this.#totals(page.map((row) => row.pk));
+    return {
+      items: page.map((row) => ({ session: sessionRecord(row), totals: byPk.get(row.pk) ?? NO_TOTALS })),
+      next: rows.length > limit && last ? { init_us: last.init_us, id: last.id } : null,
+    } satisfies Page<SessionWithTotals>;
+  }
+
+  /** Run inside a read transaction, so that the parts agree. */
+  read(projectId: string, id: string, parts: { agents: boolean; events: boolean }): SessionSnapshot | undefined {
+    const row = this.#row(projectId, id);
+    if (!row) return undefined;
+    return {
+      session: sessionRecord(row),
+      totals: this.#totalsOf(row.pk),
+      agents: parts.agents ? this.#q.agentsOf.all(row.pk).map(agentRecord) : [],
+      events: parts.events ? this.#q.eventsOf.all(row.pk).map(eventRecord) : [],
+    };
+  }
+
+  /** The events, the agents, then the session, in the caller's transaction. */
+  delete(projectId: string, id: string) {
+    const row = this.#row(projectId, id);
+    if (!row) return false;
+    // Explicit rather than by ON DELETE CASCADE, which only works where foreign_keys is on.
+    this.#q.deleteEvents.run(row.pk);
+    this.#q.deleteAgents.run(row.pk);
+    this.#q.delete.run(row.pk);
+    return true;
+  }
 
   /** The session's row, when the session exists in that project. */
-  const rowOf = (projectId: string, id: string) => {
-    const row = q.get.get(id);
+  #row(projectId: string, id: string) {
+    const row = this.#q.get.get(id);
     return row && row.project_id === projectId ? row : undefined;
-  };
+  }
+
   /** The totals of these sessions, by row key. */
-  const totalsOf = (pks: number[]): Map<number, SessionTotals> =>
-    new Map(q.totals.all(json(pks)).map((row) => [row.pk, totals(row)]));
-  const totalsOfOne = (pk: number) => totalsOf([pk]).get(pk) ?? NO_TOTALS;
+  #totals(pks: number[]): Map<number, SessionTotals> {
+    return new Map(this.#q.totals.all(json(pks)).map((row) => [row.pk, totals(row)]));
+  }
 
-  const stored = (next: SessionRecord) => ({
-    ...next,
-    tags: next.tags === null ? null : json(next.tags),
-    host_env: next.host_env === null ? null : json(next.host_env),
-    extra: json(next.extra),
-  });
+  #totalsOf(pk: number) {
+    return this.#totals([pk]).get(pk) ?? NO_TOTALS;
+  }
 
-  return {
-    /** The session's row key, when the session exists in that project. */
-    pkOf(projectId: string, id: string) {
-      const row = q.pk.get(id);
-      return row && row.project_id === projectId ? row.pk : undefined;
-    },
-    get(projectId: string, id: string) {
-      const row = rowOf(projectId, id);
-      return row && sessionRecord(row);
-    },
-    create(projectId: string, session: NewSession) {
-      const { changes } = q.insert.run(stored({ ...session, project_id: projectId }));
-      if (changes === 1) return { created: true, projectId };
-      return { created: false, projectId: (q.pk.get(session.id) as { project_id: string }).project_id };
-    },
-    /** Read, merge and write: run inside one transaction (a group commit's savepoint). */
-    update(projectId: string, id: string, changes: SessionChanges): SessionWithTotals | undefined {
-      const row = rowOf(projectId, id);
-      if (!row) return undefined;
-      const before = sessionRecord(row);
-      const { extra, ...named } = changes;
-      const session: SessionRecord = { ...before, ...named, extra: { ...before.extra, ...extra } };
-      q.update.run({ ...stored(session), pk: row.pk });
-      return { session, totals: totalsOfOne(row.pk) };
-    },
-    list(projectId: string, filter: SessionFilter, after: Position | undefined, limit: number) {
-      const { conditions, params } = listQuery(projectId, filter, after, limit);
-      const rows = listStatement(conditions).all(params);
-      const page = rows.slice(0, limit);
-      const last = page[page.length - 1];
-      const byPk = totalsOf(page.map((row) => row.pk));
-      return {
-        items: page.map((row) => ({ session: sessionRecord(row), totals: byPk.get(row.pk) ?? NO_TOTALS })),
-        next: rows.length > limit && last ? { init_us: last.init_us, id: last.id } : null,
-      } satisfies Page<SessionWithTotals>;
-    },
-    /** Run inside a read transaction, so that the parts agree. */
-    read(projectId: string, id: string, parts: { agents: boolean; events: boolean }): SessionSnapshot | undefined {
-      const row = rowOf(projectId, id);
-      if (!row) return undefined;
-      return {
-        session: sessionRecord(row),
-        totals: totalsOfOne(row.pk),
-        agents: parts.agents ? q.agentsOf.all(row.pk).map(agentRecord) : [],
-        events: parts.events ? q.eventsOf.all(row.pk).map(eventRecord) : [],
-      };
-    },
-    /** Run inside one transaction: the events, the agents, then the session. */
-    delete(projectId: string, id: string) {
-      const row = rowOf(projectId, id);
-      if (!row) return false;
-      // Explicit rather than by ON DELETE CASCADE, which only works where foreign_keys is on.
-      q.deleteEvents.run(row.pk);
-      q.deleteAgents.run(row.pk);
-      q.delete.run(row.pk);
-      return true;
-    },
-  };
+  #listStatement(conditions: Condition[]) {
+    const key = conditions.join(",");
+    let statement = this.#lists.get(key);
+    if (!statement) {
+      const where = ["s.project_id = @project_id", ...conditions.map((c) => CONDITIONS[c])].join(" AND ");
+      statement = this.#db.prepare<Record<string, unknown>, SessionRow>(
+        `SELECT s.* FROM sessions s WHERE ${where} ORDER BY s.init_us DESC, s.id DESC LIMIT @limit`,
+      );
+      this.#lists.set(key, statement);
+    }
+    return statement;
+  }
 }

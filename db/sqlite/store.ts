@@ -13,12 +13,12 @@ import type { Store } from "../store.ts";
 import { type Checkpointer, startCheckpointer } from "./checkpointer.ts";
 import { rethrow } from "./errors.ts";
 import { type EventPatcher, eventStatements } from "./events.ts";
-import { groupCommit } from "./group-commit.ts";
+import { GroupCommit } from "./group-commit.ts";
 import { keyStatements } from "./keys.ts";
 import { schemaVersion, versionOf } from "./migrate.ts";
 import type { Db } from "./open.ts";
 import { type EventRow, eventRow } from "./rows.ts";
-import { sessionStatements } from "./sessions.ts";
+import { SessionTable } from "./sessions.ts";
 
 export interface SqliteStore extends Store {
   /** Group transactions committed since the store was made: lets tests see calls coalesce. */
@@ -51,10 +51,10 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
   const apply: EventPatcher = options.patcher ?? ((stored, patch) => priceEvent(patchEvent(stored, patch), prices));
   const checkpointer = startCheckpointing(db, options.checkpointer !== false);
   const keys = keyStatements(db);
-  const sessions = sessionStatements(db);
+  const sessions = new SessionTable(db);
   const events = eventStatements(db);
-  const group = groupCommit(db);
-  const readSession = db.transaction(sessions.read);
+  const group = new GroupCommit(db);
+  const readSession = db.transaction(sessions.read.bind(sessions));
 
   /**
    * A write call: queued for the next group commit, and run there only when the session is in

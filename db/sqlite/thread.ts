@@ -91,40 +91,89 @@ async function hello(worker: Worker): Promise<Method[]> {
   }
 }
 
+/**
+ * The calls in flight to the worker: each is a message, settled by the worker's answer. The rows
+ * sent and not yet answered are bounded (O2): past the bound a call fails at once, with nothing
+ * stored, instead of queueing without end while the disk cannot keep up. Each call goes at once:
+ * batching them (per turn of the event loop, or while the worker is busy) measured slower, since
+ * the worker then waits idle while calls gather (issue 3).
+ */
+class Channel {
+  readonly #pending = new Map<
+    number,
+    { rows: number; resolve: (value: unknown) => void; reject: (e: Error) => void }
+  >();
+  readonly #worker: Worker;
+  readonly #maxBacklog: number;
+  #backlog = 0;
+  #nextId = 0;
+  /** Why every call fails from now on, once the worker has stopped. */
+  failure: StorageFault | undefined;
+
+  constructor(worker: Worker, maxBacklog: number) {
+    this.#worker = worker;
+    this.#maxBacklog = maxBacklog;
+    worker.on("message", (replies: Reply[]) => {
+      for (const [id, ok, value] of replies) this.#settle(id, ok, value);
+    });
+  }
+
+  call<M extends Method>(method: M, args: Parameters<Remote[M]>, rows = 1): ReturnType<Remote[M]> {
+    return new Promise<unknown>((resolve, reject) => {
+      if (this.failure !== undefined) return reject(this.failure);
+      if (this.#backlog > 0 && this.#backlog + rows > this.#maxBacklog) {
+        return reject(new StorageFault("behind", "writes arrive faster than the disk takes them"));
+      }
+      const id = this.#nextId++;
+      this.#backlog += rows;
+      this.#pending.set(id, { rows, resolve, reject });
+      this.#worker.postMessage([id, method, args] as Call);
+    }) as unknown as ReturnType<Remote[M]>;
+  }
+
+  /** Fails every call in flight and every later one; true the first time. */
+  fail(what: string): boolean {
+    const first = this.failure === undefined;
+    this.failure ??= new StorageFault("unavailable", "the storage thread stopped", {
+      message: `the storage thread ${what}`,
+    });
+    for (const { reject } of this.#pending.values()) reject(this.failure);
+    this.#pending.clear();
+    this.#backlog = 0;
+    return first;
+  }
+
+  #settle(id: number, ok: boolean, value: unknown) {
+    const call = this.#pending.get(id);
+    if (call === undefined) return;
+    this.#pending.delete(id);
+    this.#backlog -= call.rows;
+    if (ok) call.resolve(value);
+    else call.reject(revive(value as WireError));
+  }
+}
+
+/** Key lookups on this thread's reader, failing as typed errors as the store's do. */
+const typed =
+  <A extends unknown[], R>(read: (...args: A) => R) =>
+  async (...args: A): Promise<R> => {
+    try {
+      return read(...args);
+    } catch (error) {
+      return rethrow(error);
+    }
+  };
+
 /** Starts the storage thread on `path` and resolves once its database is open and migrated. */
 export async function openThreadedStore(options: ThreadOptions): Promise<ThreadedStore> {
   const { onFailure, ...data } = options;
-  const maxBacklog = options.maxBacklog ?? MAX_BACKLOG_ROWS;
   const worker = startWorker(data);
   const methods = await hello(worker);
-
-  /** Calls sent and not yet answered, with the rows each holds (the backlog, below). */
-  const pending = new Map<
-    number,
-    { rows: number; resolve: (value: unknown) => void; reject: (error: Error) => void }
-  >();
-  let backlog = 0;
-  let failure: StorageFault | undefined;
+  const channel = new Channel(worker, options.maxBacklog ?? MAX_BACKLOG_ROWS);
   let closing = false;
   const fail = (what: string) => {
-    const first = failure === undefined;
-    const message = `the storage thread ${what}`;
-    failure ??= new StorageFault("unavailable", "the storage thread stopped", { message });
-    for (const { reject } of pending.values()) reject(failure);
-    pending.clear();
-    backlog = 0;
-    if (first && !closing) onFailure?.(failure);
+    if (channel.fail(what) && !closing) onFailure?.(channel.failure as StorageFault);
   };
-  worker.on("message", (replies: Reply[]) => {
-    for (const [id, ok, value] of replies) {
-      const call = pending.get(id);
-      if (call === undefined) continue;
-      pending.delete(id);
-      backlog -= call.rows;
-      if (ok) call.resolve(value);
-      else call.reject(revive(value));
-    }
-  });
   worker.on("error", (error) => fail(`failed: ${error.message}`));
   worker.on("exit", (code) => fail(closing ? "was stopped" : `stopped unexpectedly (exit code ${code})`));
 
@@ -140,53 +189,24 @@ export async function openThreadedStore(options: ThreadOptions): Promise<Threade
   }
   const keys = keyReader(reader);
 
-  // Each call goes at once: batching them (per turn of the event loop, or while the worker is
-  // busy) measured slower, since the worker then waits idle while calls gather (issue 3). The
-  // rows sent and not yet answered are bounded (O2): past the bound a call fails at once, with
-  // nothing stored, instead of queueing without end while the disk cannot keep up.
-  let nextId = 0;
-  const call = <M extends Method>(method: M, args: Parameters<Remote[M]>, rows = 1) =>
-    new Promise<unknown>((resolve, reject) => {
-      if (failure !== undefined) return reject(failure);
-      if (backlog > 0 && backlog + rows > maxBacklog) {
-        return reject(new StorageFault("behind", "writes arrive faster than the disk takes them"));
-      }
-      const id = nextId++;
-      backlog += rows;
-      pending.set(id, { rows, resolve, reject });
-      worker.postMessage([id, method, args] as Call);
-    }) as unknown as ReturnType<Remote[M]>;
-
   const forwarded = Object.fromEntries(
-    methods.map((method) => [method, (...args: Parameters<Remote[typeof method]>) => call(method, args)]),
+    methods.map((method) => [method, (...args: Parameters<Remote[typeof method]>) => channel.call(method, args)]),
   ) as unknown as Remote;
   let closed: Promise<void> | undefined;
   return {
     ...forwarded,
     thread: worker,
-    apiKeyByHash: async (hash) => {
-      try {
-        return keys.byHash(hash);
-      } catch (error) {
-        return rethrow(error);
-      }
-    },
-    apiKeyById: async (id) => {
-      try {
-        return keys.byId(id);
-      } catch (error) {
-        return rethrow(error);
-      }
-    },
+    apiKeyByHash: typed(keys.byHash),
+    apiKeyById: typed(keys.byId),
     // The rows' JSON is built here, on the main thread, so that the storage thread only writes.
     insertEvents: (projectId, sessionId, events, keyId) =>
-      call("insertEventRows", [projectId, sessionId, events.map(eventRow), keyId], events.length),
+      channel.call("insertEventRows", [projectId, sessionId, events.map(eventRow), keyId], events.length),
     close() {
       closed ??= (async () => {
         // The reader goes first, so that the worker's connection is the last and removes the WAL.
         reader.close();
         // Queued calls are sent first and the worker runs them before closing: none is dropped.
-        if (failure === undefined) await call("close", []).catch(() => {});
+        if (channel.failure === undefined) await channel.call("close", []).catch(() => {});
         closing = true;
         await worker.terminate();
       })();

@@ -14,12 +14,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import t, { type Test } from "tap";
+import { ConfigError, loadConfig } from "../../cli/config.ts";
 import { GROUP_MAX_CALLS, GROUP_MAX_ROWS } from "../../db/sqlite/group-commit.ts";
 import { type DbOptions, openDb } from "../../db/sqlite/open.ts";
 import { type SqliteStore, type StoreOptions, sqliteStore } from "../../db/sqlite/store.ts";
 import { readEvent } from "../../domain/records.ts";
 import type { EventRecord, NewSession } from "../../domain/types.ts";
-import { ConfigError, loadConfig, main } from "../../server.ts";
+import { main } from "../../server.ts";
 import { inspect, tempDir } from "../helper.ts";
 
 const session = (id: string): NewSession => ({

@@ -1,0 +1,204 @@
+/**
+ * The command line's settings: every setting of `agentmon serve`, its environment variable, its
+ * flag, its default and how it is read and checked. server.ts hands in the environment and the
+ * flags; nothing here reads them itself.
+ */
+import { SYNCHRONOUS, type Synchronous } from "../db/sqlite/open.ts";
+import { isApiKeyShape } from "../domain/keys.ts";
+import { type PriceEntry, readPrices } from "../domain/prices.ts";
+
+const MIB = 1024 * 1024;
+
+export const DEFAULT_PROJECT = "default";
+
+export interface Config {
+  port: number;
+  host: string;
+  db: string;
+  apiKey: string | undefined;
+  publicUrl: string | undefined;
+  jwtSecret: string | undefined;
+  bodyLimit: number;
+  maxEvents: number;
+  authFailLimit: number;
+  authFailWindowSeconds: number;
+  trustProxy: boolean | string;
+  requestTimeoutSeconds: number;
+  keepAliveTimeoutSeconds: number;
+  maxEventLoopDelayMs: number;
+  rateLimit: number;
+  /** Price entries that override or extend prices/models.json. */
+  prices: PriceEntry[] | undefined;
+  logLevel: string;
+  /** How hard a commit is pushed to the disk: `normal` survives a process crash, `full` also an OS crash (G7). */
+  synchronous: Synchronous;
+}
+
+/** A configuration mistake: reported as one line, never a stack trace. */
+export class ConfigError extends Error {}
+
+/** Every setting: its environment variable, its `serve` flag, its default and how it is read. */
+const SETTINGS = {
+  port: { env: "PORT", flag: "port", fallback: "3000", read: (v: string) => integer(v, "PORT", 0, 65535) },
+  host: { env: "HOST", flag: "host", fallback: "127.0.0.1", read: (v: string) => v },
+  db: { env: "AGENTMON_DB", flag: "db", fallback: "./data/agentmon.db", read: (v: string) => v },
+  apiKey: { env: "AGENTMON_API_KEY", flag: "api-key", fallback: undefined, read: readApiKey },
+  publicUrl: { env: "AGENTMON_PUBLIC_URL", flag: "public-url", fallback: undefined, read: readUrl },
+  jwtSecret: { env: "AGENTMON_JWT_SECRET", flag: "jwt-secret", fallback: undefined, read: (v: string) => v },
+  bodyLimit: { env: "AGENTMON_BODY_LIMIT", flag: "body-limit", fallback: "5MiB", read: readSize },
+  maxEvents: {
+    env: "AGENTMON_MAX_EVENTS",
+    flag: "max-events",
+    fallback: "1000",
+    read: (v: string) => integer(v, "AGENTMON_MAX_EVENTS", 1, 1_000_000),
+  },
+  authFailLimit: {
+    env: "AGENTMON_AUTH_FAIL_LIMIT",
+    flag: "auth-fail-limit",
+    fallback: "20",
+    read: (v: string) => integer(v, "AGENTMON_AUTH_FAIL_LIMIT", 1, 1_000_000),
+  },
+  authFailWindowSeconds: {
+    env: "AGENTMON_AUTH_FAIL_WINDOW",
+    flag: "auth-fail-window",
+    fallback: "60",
+    read: (v: string) => integer(v, "AGENTMON_AUTH_FAIL_WINDOW", 1, 86_400),
+  },
+  trustProxy: { env: "AGENTMON_TRUST_PROXY", flag: "trust-proxy", fallback: "false", read: readTrustProxy },
+  requestTimeoutSeconds: {
+    env: "AGENTMON_REQUEST_TIMEOUT",
+    flag: "request-timeout",
+    fallback: "30",
+    read: (v: string) => integer(v, "AGENTMON_REQUEST_TIMEOUT", 0, 3600),
+  },
+  keepAliveTimeoutSeconds: {
+    env: "AGENTMON_KEEPALIVE_TIMEOUT",
+    flag: "keepalive-timeout",
+    fallback: "72",
+    read: (v: string) => integer(v, "AGENTMON_KEEPALIVE_TIMEOUT", 1, 3600),
+  },
+  maxEventLoopDelayMs: {
+    env: "AGENTMON_MAX_EVENT_LOOP_DELAY",
+    flag: "max-event-loop-delay",
+    fallback: "1000",
+    read: (v: string) => integer(v, "AGENTMON_MAX_EVENT_LOOP_DELAY", 0, 600_000),
+  },
+  rateLimit: {
+    env: "AGENTMON_RATE_LIMIT",
+    flag: "rate-limit",
+    fallback: "0",
+    read: (v: string) => integer(v, "AGENTMON_RATE_LIMIT", 0, 100_000_000),
+  },
+  prices: { env: "AGENTMON_PRICES", flag: "prices", fallback: undefined, read: readPriceFile },
+  logLevel: { env: "AGENTMON_LOG_LEVEL", flag: "log-level", fallback: "info", read: readLogLevel },
+  synchronous: { env: "AGENTMON_SYNCHRONOUS", flag: "synchronous", fallback: "normal", read: readSynchronous },
+} as const;
+
+function integer(value: string, name: string, min: number, max: number): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value.trim()) || n < min || n > max) {
+    throw new ConfigError(`${name} must be a whole number from ${min} to ${max} (got "${value}")`);
+  }
+  return n;
+}
+
+function readApiKey(value: string): string {
+  if (!isApiKeyShape(value.trim())) throw new ConfigError(`AGENTMON_API_KEY must be a UUID (got "${value}")`);
+  return value.trim().toLowerCase();
+}
+
+function readUrl(value: string): string {
+  try {
+    const url = new URL(value);
+    if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error();
+    return value.replace(/\/+$/, "");
+  } catch {
+    throw new ConfigError(`AGENTMON_PUBLIC_URL must be an http(s) URL (got "${value}")`);
+  }
+}
+
+const UNITS: Record<string, number> = { "": 1, b: 1, k: 1024, kb: 1000, kib: 1024, m: MIB, mb: 1e6, mib: MIB };
+
+export function readSize(value: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(value);
+  const unit = m ? UNITS[(m[2] ?? "").toLowerCase()] : undefined;
+  if (!m || unit === undefined || Number(m[1]) * unit < 1024) {
+    throw new ConfigError(
+      `AGENTMON_BODY_LIMIT must be a size such as 5MiB, 512KiB or 1048576, at least 1KiB (got "${value}")`,
+    );
+  }
+  return Math.floor(Number(m[1]) * unit);
+}
+
+/** false, true, or a comma-separated list of proxy addresses/CIDRs. */
+function readTrustProxy(value: string): boolean | string {
+  const v = value.trim().toLowerCase();
+  if (v === "false") return false;
+  if (v === "true") return true;
+  if (/^[0-9a-f.:/]+(\s*,\s*[0-9a-f.:/]+)*$/.test(v)) return v.replace(/\s+/g, "");
+  throw new ConfigError(
+    `AGENTMON_TRUST_PROXY must be true, false, or proxy addresses such as 10.0.0.1,10.1.0.0/16 (got "${value}")`,
+  );
+}
+
+/** A JSON price table, read and checked now, so that a mistake in it stops the start. */
+function readPriceFile(path: string): PriceEntry[] {
+  try {
+    return readPrices(path);
+  } catch (error) {
+    throw new ConfigError(`AGENTMON_PRICES: ${(error as Error).message}`);
+  }
+}
+
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
+function readLogLevel(value: string): string {
+  if (!LOG_LEVELS.includes(value)) {
+    throw new ConfigError(`AGENTMON_LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")} (got "${value}")`);
+  }
+  return value;
+}
+
+function readSynchronous(value: string): Synchronous {
+  const v = value.trim().toLowerCase();
+  if (!(SYNCHRONOUS as readonly string[]).includes(v)) {
+    throw new ConfigError(`AGENTMON_SYNCHRONOUS must be one of ${SYNCHRONOUS.join(", ")} (got "${value}")`);
+  }
+  return v as Synchronous;
+}
+
+/** Settings from flags, then the environment, then the defaults. */
+export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string | undefined>): Config {
+  const config: Record<string, unknown> = {};
+  for (const [name, setting] of Object.entries(SETTINGS)) {
+    const raw = flags[setting.flag] ?? env[setting.env] ?? setting.fallback;
+    config[name] = raw === undefined || raw === "" ? undefined : setting.read(raw);
+  }
+  return config as unknown as Config;
+}
+
+export const USAGE = `Usage:
+  agentmon serve [--port N] [--host H] [--db PATH] [--api-key UUID] [--public-url URL]
+                 [--jwt-secret S] [--body-limit SIZE] [--max-events N] [--log-level L]
+                 [--auth-fail-limit N] [--auth-fail-window SECONDS] [--trust-proxy T]
+                 [--request-timeout SECONDS] [--keepalive-timeout SECONDS]
+                 [--max-event-loop-delay MS] [--rate-limit PER_MINUTE] [--prices FILE]
+                 [--synchronous normal|full]
+  agentmon keys create [--project NAME]   create an API key; it is printed once
+  agentmon keys list                      list keys (prefixes only)
+  agentmon keys revoke <key-or-prefix>    revoke a key at once
+
+Each serve flag has an environment variable: PORT, HOST, AGENTMON_DB, AGENTMON_API_KEY,
+AGENTMON_PUBLIC_URL, AGENTMON_JWT_SECRET, AGENTMON_BODY_LIMIT, AGENTMON_MAX_EVENTS,
+AGENTMON_LOG_LEVEL, AGENTMON_AUTH_FAIL_LIMIT, AGENTMON_AUTH_FAIL_WINDOW, AGENTMON_TRUST_PROXY,
+AGENTMON_REQUEST_TIMEOUT, AGENTMON_KEEPALIVE_TIMEOUT, AGENTMON_MAX_EVENT_LOOP_DELAY,
+AGENTMON_RATE_LIMIT, AGENTMON_PRICES, AGENTMON_SYNCHRONOUS.`;
+
+export const FLAG_OPTIONS = Object.fromEntries(
+  [...Object.values(SETTINGS).map((s) => s.flag), "project"].map((flag) => [flag, { type: "string" as const }]),
+);
+
+/** Where the commands write: the console, or what a test collects. */
+export interface Output {
+  out(line: string): void;
+  err(line: string): void;
+}

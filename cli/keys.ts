@@ -1,0 +1,80 @@
+/** `agentmon keys create|list|revoke`: API keys, on one short-lived connection in this thread. */
+import { openDb, type Synchronous } from "../db/sqlite/open.ts";
+import { sqliteStore } from "../db/sqlite/store.ts";
+import type { Store } from "../db/store.ts";
+import { hashApiKey, isApiKeyShape, keyPrefix } from "../domain/keys.ts";
+import type { ApiKeyRecord } from "../domain/types.ts";
+import { type Config, ConfigError, DEFAULT_PROJECT, type Output, USAGE } from "./config.ts";
+
+/** The `keys` commands' store: one short-lived connection in this thread. */
+function openStore(path: string, synchronous: Synchronous): Store {
+  try {
+    return sqliteStore(openDb(path, { synchronous }), { checkpointer: false });
+  } catch (error) {
+    throw new ConfigError(`cannot open the database ${path}: ${(error as Error).message}`);
+  }
+}
+
+const now = () => new Date().toISOString();
+
+/** Creates a key in a project; answers the key itself, which is never stored. */
+export async function createKey(store: Store, project: string, key: string = crypto.randomUUID()) {
+  const record = await store.createApiKey(hashApiKey(key), keyPrefix(key), project, now());
+  return { key, record };
+}
+
+const describeKey = (k: ApiKeyRecord) =>
+  `${k.prefix}…  ${k.project_name}  created ${k.created_at}${k.revoked_at ? `  REVOKED ${k.revoked_at}` : ""}`;
+
+export async function keys(
+  sub: string | undefined,
+  args: string[],
+  flags: Record<string, string | undefined>,
+  config: Config,
+  io: Output,
+) {
+  const store = openStore(config.db, config.synchronous);
+  try {
+    if (sub === "create") {
+      const project = flags.project ?? DEFAULT_PROJECT;
+      if (project.trim() === "") throw new ConfigError("--project must not be empty");
+      const { key, record } = await createKey(store, project);
+      io.out(key);
+      io.err(`Created API key ${record.prefix}… in project "${project}". Keep it now: it is not shown again.`);
+      return 0;
+    }
+    if (sub === "list") {
+      const all = await store.listApiKeys();
+      if (all.length === 0) io.out("No API keys yet: `agentmon keys create` makes one.");
+      for (const k of all) io.out(describeKey(k));
+      return 0;
+    }
+    if (sub === "revoke") {
+      const given = (args[0] ?? "").trim().toLowerCase().replace(/…$/, "");
+      if (given.length < 4) throw new ConfigError("keys revoke needs a key or a key prefix of at least 4 characters");
+      let matches: ApiKeyRecord[];
+      if (isApiKeyShape(given)) {
+        const exact = await store.apiKeyByHash(hashApiKey(given));
+        matches = exact ? [exact] : [];
+      } else if (given.length <= 8) {
+        matches = (await store.listApiKeys()).filter((k) => k.prefix.startsWith(given));
+      } else {
+        throw new ConfigError("give the whole key, or its prefix as `agentmon keys list` shows it (8 characters)");
+      }
+      if (matches.length === 0) throw new ConfigError(`no API key matches "${given}"`);
+      if (matches.length > 1) throw new ConfigError(`"${given}" matches ${matches.length} keys; give more of the key`);
+      const key = matches[0] as ApiKeyRecord;
+      if (key.revoked_at !== null) {
+        io.out(`API key ${key.prefix}… was already revoked at ${key.revoked_at}`);
+        return 0;
+      }
+      await store.revokeApiKey(key.id, now());
+      io.out(`Revoked API key ${key.prefix}… of project "${key.project_name}"; it and its JWTs now fail.`);
+      return 0;
+    }
+    io.err(USAGE);
+    return 2;
+  } finally {
+    await store.close();
+  }
+}

@@ -1,0 +1,128 @@
+/** `agentmon serve`: opens storage, builds the app, listens, and stops cleanly on a signal. */
+import { buildApp } from "../app.ts";
+import { openDb } from "../db/sqlite/open.ts";
+import { sqliteStore } from "../db/sqlite/store.ts";
+import { openThreadedStore } from "../db/sqlite/thread.ts";
+import type { Store } from "../db/store.ts";
+import { hashApiKey, newSecret } from "../domain/keys.ts";
+import { priceTable } from "../domain/prices.ts";
+import { type Config, ConfigError, DEFAULT_PROJECT, type Output } from "./config.ts";
+import { createKey } from "./keys.ts";
+
+/**
+ * The server's store: a file database on its own thread (db/sqlite/thread.ts), `:memory:` in this one
+ * (it cannot be shared between threads, and a test pipeline's start stays fast).
+ */
+async function openServerStore(config: Config, onFailure: (error: Error) => void): Promise<Store> {
+  try {
+    if (config.db === ":memory:" || config.db === "") {
+      return sqliteStore(openDb(config.db, { synchronous: config.synchronous }), {
+        prices: priceTable(config.prices ?? []),
+      });
+    }
+    return await openThreadedStore({
+      path: config.db,
+      synchronous: config.synchronous,
+      prices: config.prices ?? [],
+      onFailure,
+    });
+  } catch (error) {
+    throw new ConfigError(`cannot open the database ${config.db}: ${(error as Error).message}`);
+  }
+}
+
+/** Makes sure the key given by AGENTMON_API_KEY exists, in the default project. */
+async function ensureConfiguredKey(store: Store, key: string): Promise<void> {
+  const existing = await store.apiKeyByHash(hashApiKey(key));
+  if (!existing) {
+    await createKey(store, DEFAULT_PROJECT, key);
+    return;
+  }
+  if (existing.revoked_at !== null) throw new ConfigError("AGENTMON_API_KEY names a key that was revoked");
+  if (existing.project_name !== DEFAULT_PROJECT) {
+    throw new ConfigError(`AGENTMON_API_KEY belongs to project "${existing.project_name}", not "${DEFAULT_PROJECT}"`);
+  }
+}
+
+export async function serve(config: Config, io: Output): Promise<number> {
+  // A storage thread that stopped on its own leaves a server that can only answer 503: it exits
+  // (status 1, once the requests in flight are answered) so that its supervisor restarts it.
+  let storageFailed = (_error: Error) => {};
+  const store = await openServerStore(config, (error) => storageFailed(error));
+  if (config.jwtSecret !== undefined && config.jwtSecret.length < 32) {
+    io.err("agentmon: warning: AGENTMON_JWT_SECRET is shorter than 32 characters; use a longer random secret");
+  }
+  let jwtSecret: string;
+  let firstKey: string | undefined;
+  try {
+    jwtSecret = config.jwtSecret ?? (await store.metaValue("jwt_secret", newSecret()));
+    if (config.apiKey !== undefined) await ensureConfiguredKey(store, config.apiKey);
+    else if ((await store.listApiKeys()).length === 0) firstKey = (await createKey(store, DEFAULT_PROJECT)).key;
+  } catch (error) {
+    await store.close(); // the app owns the store only once it is built
+    throw error;
+  }
+
+  let base = config.publicUrl;
+  const app = await buildApp({
+    store,
+    jwtSecret,
+    publicUrl: () => base ?? "",
+    bodyLimit: config.bodyLimit,
+    maxEvents: config.maxEvents,
+    authFailLimit: config.authFailLimit,
+    authFailWindowMs: config.authFailWindowSeconds * 1000,
+    trustProxy: config.trustProxy,
+    requestTimeoutMs: config.requestTimeoutSeconds * 1000,
+    keepAliveTimeoutMs: config.keepAliveTimeoutSeconds * 1000,
+    maxEventLoopDelayMs: config.maxEventLoopDelayMs,
+    rateLimit: config.rateLimit,
+    prices: priceTable(config.prices ?? []),
+    logger: { level: config.logLevel },
+  });
+  const showFirstKey = (where: string | undefined) => {
+    if (firstKey === undefined) return;
+    io.out(`agentmon: created the first API key, for project "${DEFAULT_PROJECT}". It is shown only now:`);
+    io.out(`  ${firstKey}`);
+    if (where === undefined) return;
+    io.out(
+      `  try: curl -s ${where}/v2/create_session -H 'X-Agentmon-Api-Key: ${firstKey}' -H 'Content-Type: application/json' -d '{"session":{"id":"hello"}}'`,
+    );
+  };
+  let address: string;
+  try {
+    address = await app.listen({ port: config.port, host: config.host });
+  } catch (error) {
+    showFirstKey(undefined); // the key exists now: do not lose it because the port was taken
+    await app.close();
+    throw error;
+  }
+  // The listen address, with the real port when PORT=0; a wildcard host is no address to visit.
+  base ??= address.replace(/\/\/(\[::\]|0\.0\.0\.0)(?=:)/, "//localhost");
+  showFirstKey(base);
+  if (firstKey === undefined && config.apiKey === undefined) {
+    io.out("agentmon: API keys: `npx agentmon keys create` makes a new one, `npx agentmon keys list` shows them");
+  }
+  io.out(`agentmon: listening on ${address} (database ${config.db})`);
+
+  let stopping = false;
+  const stop = (signal: string, code = 0) => {
+    if (stopping) return;
+    stopping = true;
+    app.log.info({ signal }, "shutting down: finishing requests in flight");
+    app.close().then(
+      () => process.exit(code),
+      (error: unknown) => {
+        io.err(`agentmon: error while shutting down: ${(error as Error).message}`);
+        process.exit(1);
+      },
+    );
+  };
+  storageFailed = (error) => {
+    io.err(`agentmon: ${error.message}; exiting so that a supervisor can restart it`);
+    stop("storage thread", 1);
+  };
+  process.once("SIGTERM", () => stop("SIGTERM"));
+  process.once("SIGINT", () => stop("SIGINT"));
+  return 0;
+}
