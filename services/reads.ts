@@ -5,23 +5,16 @@ import { type ErrorDetail, invalidParameters, sessionNotFound } from "../domain/
 import { canonicalEndState, END_STATE_RULE, KINDS } from "../domain/records.ts";
 import { parseTimestamp } from "../domain/timestamps.ts";
 import type { Kind, SessionFilter } from "../domain/types.ts";
+import type { operations } from "../generated/api.ts";
 
 const CURSOR_PROBLEM: ErrorDetail = {
   path: "query.cursor",
   message: "is not a cursor this operation made; pass next_cursor back as it was given",
 };
 
-/** The query of GET /v2/sessions, as ajv has checked it. */
-export interface SessionsQuery {
-  tag?: string[];
-  end_state?: string;
-  from?: string;
-  to?: string;
-  agent_id?: string;
-  q?: string;
-  cursor?: string;
-  limit?: number;
-}
+/** The queries of GET /v2/sessions and GET /v2/sessions/{id}/events, as ajv has checked them. */
+type SessionsQuery = NonNullable<operations["listSessions"]["parameters"]["query"]>;
+type EventsQuery = NonNullable<operations["listSessionEvents"]["parameters"]["query"]>;
 
 /** A page of the project's sessions, newest first, filtered; with the cursor of the next page. */
 export async function listSessions(store: Store, projectId: string, query: SessionsQuery) {
@@ -57,12 +50,7 @@ const KIND_OF = new Map<string, Kind>(
 );
 
 /** A page of a session's events in time order, only the kinds asked for. */
-export async function listEvents(
-  store: Store,
-  projectId: string,
-  sessionId: string,
-  query: { type?: string[]; limit?: number; cursor?: string },
-) {
+export async function listEvents(store: Store, projectId: string, sessionId: string, query: EventsQuery) {
   const { type, limit = 100, cursor } = query;
   const after = cursor === undefined ? undefined : decodeCursor("events", cursor);
   if (cursor !== undefined && !after) throw invalidParameters([CURSOR_PROBLEM]);
