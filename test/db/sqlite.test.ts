@@ -1,14 +1,14 @@
 /** The SQLite adapter without HTTP: migrations, pragmas and the Store's transactional promises. */
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import t from "tap";
+import t, { type Test } from "tap";
 import { migrate, openDb, sqliteStore } from "../../db/sqlite.ts";
 import type { EventRecord, NewSession } from "../../db/store.ts";
 import { readEvent } from "../../lib/records.ts";
+import { tempDir } from "../helper.ts";
 
-const tempDb = () => join(mkdtempSync(join(tmpdir(), "agentmon-db-")), "nested", "agentmon.db");
+/** A database path in a folder that does not exist yet, in a temporary folder removed when `t` ends. */
+const tempDb = (t: Test) => join(tempDir(t), "nested", "agentmon.db");
 
 const session = (id: string): NewSession => ({
   id,
@@ -39,7 +39,7 @@ const event = (id: string, cost: number | null = null, type: EventRecord["type"]
 });
 
 t.test("migrations: a new file is created with its folder, WAL on, schema at the latest version (2)", async (t) => {
-  const path = tempDb();
+  const path = tempDb(t);
   const db = openDb(path);
   t.equal(db.pragma("journal_mode", { simple: true }), "wal");
   t.equal(db.pragma("foreign_keys", { simple: true }), 1);
@@ -52,7 +52,7 @@ t.test("migrations: a new file is created with its folder, WAL on, schema at the
 });
 
 t.test("migrations: a database from a newer agentmon is refused", async (t) => {
-  const path = tempDb();
+  const path = tempDb(t);
   openDb(path).close();
   const raw = new Database(path);
   raw.pragma("user_version = 99");
@@ -67,7 +67,7 @@ t.test("tables are STRICT: a wrong type is refused by SQLite itself", async (t) 
 });
 
 t.test("meta values keep the first value written (the JWT secret survives restarts)", async (t) => {
-  const path = tempDb();
+  const path = tempDb(t);
   const store = sqliteStore(openDb(path));
   t.equal(await store.metaValue("jwt_secret", "first"), "first");
   t.equal(await store.metaValue("jwt_secret", "second"), "first");
