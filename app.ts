@@ -261,7 +261,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: false,
     // Route schemas are compiled on first use, not at start-up: a contract-testing pipeline
-    // starts the server for every job, and most jobs touch a few of the operations (S4).
+    // starts the server for every job, and most jobs touch a few of the operations (B4).
     schemaController: {
       compilersFactory: {
         buildValidator: lazyValidators as unknown as ValidatorFactory,
@@ -277,7 +277,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         useDefaults: false,
         allowUnionTypes: true,
         // The schemas are openapi.yaml's, checked against the meta-schemas by npm test (the
-        // OpenAPI validator and Redocly); checking them again at every start cost S4 ~25 ms.
+        // OpenAPI validator and Redocly); checking them again at every start cost B4 ~25 ms.
         validateSchema: false,
       },
       onCreate: (ajv) => {

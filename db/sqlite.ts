@@ -63,7 +63,7 @@ export function openDb(path: string, options: DbOptions = {}): Db {
   db.pragma("foreign_keys = ON");
   db.pragma("busy_timeout = 5000");
   // 1 MB of page cache instead of 2: the hot pages of a write load (the ends of the indexes of
-  // the sessions being written) fit, and the churn of a bigger cache costs resident memory (S5).
+  // the sessions being written) fit, and the churn of a bigger cache costs resident memory (B5).
   if (!db.memory) db.pragma("cache_size = -1024");
   migrate(db);
   return db;
