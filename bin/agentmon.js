@@ -1,13 +1,13 @@
 #!/usr/bin/env -S node --max-semi-space-size=8
 // The `agentmon` command. The flag on the first line (the same as `npm start` passes) caps each
 // of V8's two young-generation halves at 8 MB instead of 16: 25-30 MB less resident memory under
-// load at no throughput cost measured (issue 3, S5); only the command line can set it. It runs the bundle dist/agentmon.mjs (built by `npm install`, and
+// load at no throughput cost measured (issue 3, B5); only the command line can set it. It runs the bundle dist/agentmon.mjs (built by `npm install`, and
 // rebuilt here in about 100 ms whenever a source file is newer); if it cannot be built, it falls
 // back to running the TypeScript sources through tsx, which starts several times slower.
 import { setFlagsFromString } from "node:v8";
 import { build, isStale, OUT } from "./build.js";
 
-// Memory (issue 3, S5): V8 lets the old generation grow by half again before each full
+// Memory (issue 3, B5): V8 lets the old generation grow by half again before each full
 // collection; a server holding ~10 MB of live objects then sits at 50-60 MB of heap. Growing by a
 // fifth keeps the resident size near what is live, at no throughput cost measured. Read whenever
 // the heap limit is recomputed, so it takes effect set here, before anything is loaded.

@@ -1,6 +1,6 @@
 // Bundles agentmon into dist/agentmon.mjs, and its storage thread (db/thread.ts) into
 // dist/store-worker.mjs, with esbuild, so that `agentmon` starts without a TypeScript loader and
-// without resolving hundreds of package files one by one (issue 3, S4: both cost more than a
+// without resolving hundreds of package files one by one (issue 3, B4: both cost more than a
 // whole bare Fastify start). Everything is bundled but better-sqlite3 (a native addon), yaml
 // (needed only when the parsed spec below is stale) and the OpenAPI meta-schema validator (see
 // shims/). The parsed openapi.yaml is written beside it (lib/spec.ts). `npm install` builds it

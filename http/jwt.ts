@@ -34,7 +34,7 @@ function decodeJson(part: string): Record<string, unknown> | undefined {
 /**
  * Tokens whose signature and claims were verified, with the secret they were verified under: a
  * client sends the same token with every call, and the HMAC is most of the cost of checking it
- * (issue 3, S2). Only exact strings already verified hit; expiry is checked at every use.
+ * (issue 3, B2). Only exact strings already verified hit; expiry is checked at every use.
  */
 const verified = new Map<string, { secret: string; claims: Claims }>();
 

@@ -8,16 +8,17 @@
  * - storage limit: the same event rows inserted straight through agentmon's schema and Store, in
  *   1000-row transactions, on the same disk (scripts/bench/storage.ts).
  *
- * Scenarios (targets from issue 3; printed, never asserted):
- *   S1 batch ingest: 100 events per create_events call, 50 connections  ≥ 0.7 × storage limit
- *   S2 small calls: 1 event per call, 50 connections                      ≥ 0.33 × HTTP floor
- *   S3 session lifecycle: create_session, 10 × create_events(5), update_session   sessions/s
- *   S4 cold start: spawn to first 200 from create_session, median of 10   ≤ 1.5 × bare Fastify
- *   S5 memory: RSS after 1 M events                             ≤ 150 MB, ≤ 10 % growth over the last 500 k
- *   S6 growth: S1 with 5 M events already stored                          ≥ 0.8 × S1 on an empty database
+ * Scenarios (targets from issue 3; printed, never asserted; B for benchmark: the contract's S1–S7
+ * are its session rules):
+ *   B1 batch ingest: 100 events per create_events call, 50 connections  ≥ 0.7 × storage limit
+ *   B2 small calls: 1 event per call, 50 connections                      ≥ 0.33 × HTTP floor
+ *   B3 session lifecycle: create_session, 10 × create_events(5), update_session   sessions/s
+ *   B4 cold start: spawn to first 200 from create_session, median of 10   ≤ 1.5 × bare Fastify
+ *   B5 memory: RSS after 1 M events                             ≤ 150 MB, ≤ 10 % growth over the last 500 k
+ *   B6 growth: B1 with 5 M events already stored                          ≥ 0.8 × B1 on an empty database
  *
- * Each baseline is measured right before its scenario (S6's, S1 on an empty database, again
- * right before S6): this shared machine's speed drifts by tens of percent within minutes.
+ * Each baseline is measured right before its scenario (B6's, B1 on an empty database, again
+ * right before B6): this shared machine's speed drifts by tens of percent within minutes.
  *
  * agentmon runs as a user runs it (`npm start`'s command, a file database in a fresh
  * temporary folder). The load generator is autocannon, in this process. Results go to stdout as a
@@ -35,11 +36,11 @@ import { batchBody, ingest, openSessions, ROOT, type Server, START_ARGS, startAg
 const { values } = parseArgs({ options: { quick: { type: "boolean", default: false } } });
 const quick = values.quick;
 const SECONDS = quick ? 4 : 20;
-/** Seconds of the same load before each measured run of S1, S2, S6 and the HTTP floor. */
+/** Seconds of the same load before each measured run of B1, B2, B6 and the HTTP floor. */
 const WARMUP = quick ? 1 : 3;
 const CONNECTIONS = 50;
-const S5_EVENTS = quick ? 200_000 : 1_000_000;
-const S6_STORED = quick ? 500_000 : 5_000_000;
+const B5_EVENTS = quick ? 200_000 : 1_000_000;
+const B6_STORED = quick ? 500_000 : 5_000_000;
 const SPAWNS = quick ? 5 : 10;
 
 interface Row {
@@ -109,7 +110,7 @@ function storageLimit(path: string, events: number, key = randomUUID()) {
   return JSON.parse(out.trim().split("\n").pop() ?? "{}") as { rows_per_s: number; seconds: number };
 }
 
-/** S1 and S6: 100-event batches, unique ids, 50 connections; answers events/s and p99. */
+/** B1 and B6: 100-event batches, unique ids, 50 connections; answers events/s and p99. */
 async function batchIngest(server: Server) {
   const jwts = await openSessions(server, CONNECTIONS);
   const run = await ingest(server, jwts, { connections: CONNECTIONS, seconds: SECONDS, perCall: 100, warmup: WARMUP });
@@ -155,30 +156,30 @@ try {
     `agentmon bench${quick ? " --quick" : ""}: ${cpus().length} × ${cpus()[0]?.model ?? "?"}, node ${process.version}\n`,
   );
 
-  // ---------------------------------------------------------------- S1, S2, S3 on a fresh database
+  // ---------------------------------------------------------------- B1, B2, B3 on a fresh database
   // Each baseline is measured right before the scenario it is the baseline of: this shared
   // machine's speed drifts by tens of percent over minutes, and a ratio of two figures taken
   // minutes apart measures the drift as much as agentmon.
-  log("S1: batch ingest, fresh database");
+  log("B1: batch ingest, fresh database");
   const storage = storageLimit(join(dir, "storage.db"), quick ? 100_000 : 300_000);
   log(`  storage limit: ${fmt(storage.rows_per_s)} rows/s (1000-row transactions, no HTTP)`);
   let server = await startAgentmon();
-  const s1 = await batchIngest(server);
+  const b1 = await batchIngest(server);
   record({
-    id: "S1",
+    id: "B1",
     scenario: "batch ingest, 100 events/call, 50 connections",
-    value: s1.eventsPerS,
+    value: b1.eventsPerS,
     unit: "events/s",
     baseline: { name: "storage limit", value: storage.rows_per_s },
-    ratio: s1.eventsPerS / storage.rows_per_s,
+    ratio: b1.eventsPerS / storage.rows_per_s,
     target: "≥ 0.7 × storage limit",
-    met: s1.eventsPerS >= 0.7 * storage.rows_per_s,
-    extra: { p99_ms: s1.p99, failed: s1.failed },
+    met: b1.eventsPerS >= 0.7 * storage.rows_per_s,
+    extra: { p99_ms: b1.p99, failed: b1.failed },
   });
 
-  log("\nS2: small calls");
+  log("\nB2: small calls");
   const floor = startProcess(["scripts/bench/floor.mjs"]);
-  // The same load generator, bodies and connections as S2, so both sides pay the same client.
+  // The same load generator, bodies and connections as B2, so both sides pay the same client.
   const floorServer = { url: await floor.url } as Server;
   const floorSmall = await ingest(floorServer, ["none"], {
     connections: CONNECTIONS,
@@ -189,32 +190,32 @@ try {
   await floor.stop();
   log(`  HTTP floor: ${fmt(floorSmall.rps)} req/s with 1-event bodies, p99 ${floorSmall.p99} ms`);
   const jwts = await openSessions(server, CONNECTIONS);
-  const s2 = await ingest(server, jwts, { connections: CONNECTIONS, seconds: SECONDS, perCall: 1, warmup: WARMUP });
+  const b2 = await ingest(server, jwts, { connections: CONNECTIONS, seconds: SECONDS, perCall: 1, warmup: WARMUP });
   record({
-    id: "S2",
+    id: "B2",
     scenario: "small calls, 1 event/call, 50 connections",
-    value: s2.rps,
+    value: b2.rps,
     unit: "req/s",
     baseline: { name: "HTTP floor", value: floorSmall.rps },
-    ratio: s2.rps / floorSmall.rps,
+    ratio: b2.rps / floorSmall.rps,
     target: "≥ 0.33 × HTTP floor",
-    met: s2.rps >= 0.33 * floorSmall.rps,
-    extra: { p99_ms: s2.p99, failed: s2.non2xx + s2.errors },
+    met: b2.rps >= 0.33 * floorSmall.rps,
+    extra: { p99_ms: b2.p99, failed: b2.non2xx + b2.errors },
   });
 
-  log("\nS3: session lifecycle");
-  const s3 = await lifecycle(server);
+  log("\nB3: session lifecycle");
+  const b3 = await lifecycle(server);
   record({
-    id: "S3",
+    id: "B3",
     scenario: "session lifecycle: create, 10 × create_events(5), update",
-    value: s3.sessionsPerS,
+    value: b3.sessionsPerS,
     unit: "sessions/s",
     target: "reported",
-    extra: { p99_ms: s3.p99, failed: s3.failed },
+    extra: { p99_ms: b3.p99, failed: b3.failed },
   });
   await server.stop();
 
-  // ---------------------------------------------------------------- S4
+  // ---------------------------------------------------------------- B4
   log("\ncold start");
   const key = randomUUID();
   const agentmonStarts: number[] = [];
@@ -230,57 +231,57 @@ try {
       ),
     );
   }
-  const s4 = median(agentmonStarts);
-  const s4floor = median(floorStarts);
+  const b4 = median(agentmonStarts);
+  const b4floor = median(floorStarts);
   record({
-    id: "S4",
+    id: "B4",
     scenario: `cold start, spawn to first 200 from create_session, median of ${SPAWNS}`,
-    value: s4,
+    value: b4,
     unit: "ms",
-    baseline: { name: "bare Fastify", value: s4floor },
-    ratio: s4 / s4floor,
+    baseline: { name: "bare Fastify", value: b4floor },
+    ratio: b4 / b4floor,
     target: "≤ 1.5 × bare Fastify",
-    met: s4 <= 1.5 * s4floor,
+    met: b4 <= 1.5 * b4floor,
   });
 
-  // ---------------------------------------------------------------- S5
+  // ---------------------------------------------------------------- B5
   log("\nmemory");
   server = await startAgentmon();
-  const s5 = await memory(server, S5_EVENTS);
+  const b5 = await memory(server, B5_EVENTS);
   await server.stop();
   record({
-    id: "S5",
-    scenario: `RSS after ${fmt(S5_EVENTS)} events`,
-    value: s5.rssEnd / 1024 / 1024,
+    id: "B5",
+    scenario: `RSS after ${fmt(B5_EVENTS)} events`,
+    value: b5.rssEnd / 1024 / 1024,
     unit: "MB",
     target: "≤ 150 MB and ≤ 10 % growth over the last half",
-    met: s5.rssEnd <= 150 * 1024 * 1024 && s5.rssEnd <= 1.1 * s5.rssHalf,
-    extra: { rss_half_mb: Math.round(s5.rssHalf / 1024 / 1024), growth_last_half: s5.rssEnd / s5.rssHalf },
+    met: b5.rssEnd <= 150 * 1024 * 1024 && b5.rssEnd <= 1.1 * b5.rssHalf,
+    extra: { rss_half_mb: Math.round(b5.rssHalf / 1024 / 1024), growth_last_half: b5.rssEnd / b5.rssHalf },
   });
 
-  // ---------------------------------------------------------------- S6
-  log(`\ngrowth: seeding ${fmt(S6_STORED)} events`);
+  // ---------------------------------------------------------------- B6
+  log(`\ngrowth: seeding ${fmt(B6_STORED)} events`);
   const seeded = join(dir, "seeded.db");
   const seedKey = randomUUID();
-  storageLimit(seeded, S6_STORED, seedKey);
-  // Its baseline, S1 on an empty database, measured again right before it (see S1 above).
+  storageLimit(seeded, B6_STORED, seedKey);
+  // Its baseline, B1 on an empty database, measured again right before it (see B1 above).
   server = await startAgentmon();
-  const s1again = await batchIngest(server);
+  const b1again = await batchIngest(server);
   await server.stop();
-  log(`  S1 again, fresh database: ${fmt(s1again.eventsPerS)} events/s`);
+  log(`  B1 again, fresh database: ${fmt(b1again.eventsPerS)} events/s`);
   server = await startAgentmon({ AGENTMON_DB: seeded, AGENTMON_API_KEY: seedKey });
-  const s6 = await batchIngest(server);
+  const b6 = await batchIngest(server);
   await server.stop();
   record({
-    id: "S6",
-    scenario: `S1 with ${fmt(S6_STORED)} events already stored`,
-    value: s6.eventsPerS,
+    id: "B6",
+    scenario: `B1 with ${fmt(B6_STORED)} events already stored`,
+    value: b6.eventsPerS,
     unit: "events/s",
-    baseline: { name: "S1 measured just before", value: s1again.eventsPerS },
-    ratio: s6.eventsPerS / s1again.eventsPerS,
-    target: "≥ 0.8 × S1",
-    met: s6.eventsPerS >= 0.8 * s1again.eventsPerS,
-    extra: { p99_ms: s6.p99, failed: s6.failed },
+    baseline: { name: "B1 measured just before", value: b1again.eventsPerS },
+    ratio: b6.eventsPerS / b1again.eventsPerS,
+    target: "≥ 0.8 × B1",
+    met: b6.eventsPerS >= 0.8 * b1again.eventsPerS,
+    extra: { p99_ms: b6.p99, failed: b6.failed },
   });
 
   table();
@@ -302,7 +303,7 @@ try {
   rmSync(dir, { recursive: true, force: true });
 }
 
-/** S3: each connection runs whole sessions: create_session, 10 × create_events(5), update_session. */
+/** B3: each connection runs whole sessions: create_session, 10 × create_events(5), update_session. */
 async function lifecycle(server: Server) {
   const perSession = 12;
   const fiveEvents = batchBody(5);
@@ -355,7 +356,7 @@ async function lifecycle(server: Server) {
   };
 }
 
-/** S5: ingests `total` events in 100-event calls; RSS at the half and at the end. */
+/** B5: ingests `total` events in 100-event calls; RSS at the half and at the end. */
 async function memory(server: Server, total: number) {
   const jwts = await openSessions(server, CONNECTIONS);
   const body = batchBody(100);

@@ -203,7 +203,7 @@ export async function ingest(
       }),
     },
   ];
-  // The same load first, not counted: JIT compilation and lazily built validators are S4's
+  // The same load first, not counted: JIT compilation and lazily built validators are B4's
   // concern (cold start), not the steady rate's.
   if (options.warmup) await run(options.warmup);
   const result = await run(options.seconds);

@@ -19,7 +19,7 @@ const missing = existsSync(CHROMIUM)
   ? false
   : `Chromium is not installed at ${CHROMIUM}, so the browser test is skipped: install Debian's package with \`apt-get install -y chromium\` (.ci/run does) to run it`;
 
-const FIXTURES = new URL("../../shared/fixtures/agentops-sdk-0.3/", import.meta.url);
+const FIXTURES = new URL("./fixtures/agentops-sdk-0.3/", import.meta.url);
 const SCREENSHOTS = new URL("../docs/screenshots/", import.meta.url);
 
 /** Fixed instants, so that the pages (and the screenshots) are the same on every run. */

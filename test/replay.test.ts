@@ -1,5 +1,5 @@
 /**
- * Real-client replay: every request body the AgentOps SDK 0.3.x sent (../shared/fixtures), in
+ * Real-client replay: every request body the AgentOps SDK 0.3.x sent (test/fixtures), in
  * order, against the app; each must be answered 200, and what was stored is read back.
  */
 import { readdirSync, readFileSync } from "node:fs";
@@ -9,7 +9,7 @@ import { openThreadedStore } from "../db/sqlite/thread.ts";
 import { sessionView } from "../domain/views.ts";
 import { build, eventViews, inspect, tempDir } from "./helper.ts";
 
-const FIXTURES = new URL("../../shared/fixtures/agentops-sdk-0.3/", import.meta.url);
+const FIXTURES = new URL("./fixtures/agentops-sdk-0.3/", import.meta.url);
 
 interface Fixture {
   method: "POST";

@@ -583,7 +583,7 @@ t.test("npm start and the agentmon bin's first line give node the same flags", a
   const startFlags = start.split(" ").filter((word) => word.startsWith("--"));
   t.match(start, /^node (--\S+ )*bin\/agentmon\.js serve$/);
   t.equal(shebang, `#!/usr/bin/env -S node ${startFlags.join(" ")}`.trimEnd());
-  t.ok(startFlags.includes("--max-semi-space-size=8"), "the young generation is capped (S5)");
+  t.ok(startFlags.includes("--max-semi-space-size=8"), "the young generation is capped (B5)");
 
   // The bin runs directly, through its first line, as npx runs it.
   const res = await new Promise<{ code: number | null; out: string }>((resolve) => {

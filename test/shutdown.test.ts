@@ -2,19 +2,19 @@
  * Stopping: a request in flight when the server starts closing is finished and stored before
  * the database closes; a store that is gone answers 503 (G3), never 500.
  */
-import { mkdtempSync } from "node:fs";
 import { connect } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
 import { openDb } from "../db/sqlite/open.ts";
 import { sqliteStore } from "../db/sqlite/store.ts";
-import { API_KEY, build, inspect } from "./helper.ts";
+import { API_KEY, build, inspect, tempDir } from "./helper.ts";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 t.test("G7: closing finishes the request in flight, stores it, then closes the database", async (t) => {
-  const dbPath = join(mkdtempSync(join(tmpdir(), "agentmon-stop-")), "a.db");
+  // The folder first: teardowns run last-registered first, so the app closes the database
+  // before its folder is removed.
+  const dbPath = join(tempDir(t), "a.db");
   const { app } = await build(t, { dbPath });
   await app.listen({ port: 0, host: "127.0.0.1" });
   const { port } = app.server.address() as { port: number };

@@ -2,7 +2,7 @@
  * The storage limit of `npm run bench`, in its own process: the same event rows agentmon stores,
  * inserted straight through agentmon's schema and Store (no HTTP, no JSON parsing, no
  * validation) in transactions of `batch` rows. The rows are built before the clock starts.
- * Also seeds a database for the growth scenario (S6).
+ * Also seeds a database for the growth scenario (B6).
  *
  *   node --import tsx scripts/bench/storage.ts <db file> <events> <batch> <api key>
  *

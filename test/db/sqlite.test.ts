@@ -1,17 +1,16 @@
 /** The SQLite adapter without HTTP: migrations, pragmas and the Store's transactional promises. */
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import t from "tap";
+import t, { type Test } from "tap";
 import { migrate } from "../../db/sqlite/migrate.ts";
 import { openDb } from "../../db/sqlite/open.ts";
 import { sqliteStore } from "../../db/sqlite/store.ts";
 import { readEvent } from "../../domain/records.ts";
 import type { EventRecord, NewSession } from "../../domain/types.ts";
-import { inspect } from "../helper.ts";
+import { inspect, tempDir } from "../helper.ts";
 
-const tempDb = () => join(mkdtempSync(join(tmpdir(), "agentmon-db-")), "nested", "agentmon.db");
+/** A database path in a folder that does not exist yet, in a temporary folder removed when `t` ends. */
+const tempDb = (t: Test) => join(tempDir(t), "nested", "agentmon.db");
 
 const session = (id: string): NewSession => ({
   id,
@@ -42,7 +41,7 @@ const event = (id: string, cost: number | null = null, type: EventRecord["type"]
 });
 
 t.test("migrations: a new file is created with its folder, WAL on, schema at the latest version (2)", async (t) => {
-  const path = tempDb();
+  const path = tempDb(t);
   const db = openDb(path);
   t.equal(db.pragma("journal_mode", { simple: true }), "wal");
   t.equal(db.pragma("foreign_keys", { simple: true }), 1);
@@ -55,7 +54,7 @@ t.test("migrations: a new file is created with its folder, WAL on, schema at the
 });
 
 t.test("migrations: a database from a newer agentmon is refused", async (t) => {
-  const path = tempDb();
+  const path = tempDb(t);
   openDb(path).close();
   const raw = new Database(path);
   raw.pragma("user_version = 99");
@@ -70,7 +69,7 @@ t.test("tables are STRICT: a wrong type is refused by SQLite itself", async (t) 
 });
 
 t.test("meta values keep the first value written (the JWT secret survives restarts)", async (t) => {
-  const path = tempDb();
+  const path = tempDb(t);
   const store = sqliteStore(openDb(path));
   t.equal(await store.metaValue("jwt_secret", "first"), "first");
   t.equal(await store.metaValue("jwt_secret", "second"), "first");
