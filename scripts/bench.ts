@@ -1,6 +1,8 @@
 /**
  * `npm run bench [-- --quick]`: how fast agentmon ingests on this machine, as ratios against
  * baselines measured in the same run, so that a noisy or slow machine moves both sides together.
+ * `npm run bench -- --against REV` compares B1 and B2 with another revision instead
+ * (scripts/bench/against.ts).
  *
  * Baselines, each in its own process:
  * - HTTP floor: a bare Fastify server (scripts/bench/floor.mjs) whose POST route parses the JSON
@@ -30,10 +32,13 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import autocannon from "autocannon";
-import { batchBody, ingest, openSessions, ROOT, type Server, START_ARGS, startAgentmon } from "./load.ts";
+import { compareAgainst } from "./bench/against.ts";
+import { lifecycle, memory } from "./bench/scenarios.ts";
+import { ingest, openSessions, ROOT, type Server, START_ARGS, startAgentmon } from "./load.ts";
 
-const { values } = parseArgs({ options: { quick: { type: "boolean", default: false } } });
+const { values } = parseArgs({
+  options: { quick: { type: "boolean", default: false }, against: { type: "string" } },
+});
 const quick = values.quick;
 const SECONDS = quick ? 4 : 20;
 /** Seconds of the same load before each measured run of B1, B2, B6 and the HTTP floor. */
@@ -55,6 +60,7 @@ interface Row {
   extra?: Record<string, number>;
 }
 const rows: Row[] = [];
+const scenarioOptions = { seconds: SECONDS, connections: CONNECTIONS, log: (line: string) => log(line) };
 const log = (line: string) => process.stdout.write(`${line}\n`);
 
 function record(row: Row) {
@@ -149,6 +155,19 @@ function agentmonEnv(extra: Record<string, string>) {
   return { ...clean, AGENTMON_LOG_LEVEL: "warn", ...extra };
 }
 
+if (values.against !== undefined) {
+  log(
+    `agentmon bench --against ${values.against}${quick ? " --quick" : ""}: ${cpus().length} × ${cpus()[0]?.model ?? "?"}\n`,
+  );
+  const compared = await compareAgainst(
+    values.against,
+    { seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS },
+    log,
+  );
+  writeFileSync(join(ROOT, "bench.json"), JSON.stringify({ quick, ...compared }, null, 2));
+  process.exit(0);
+}
+
 const dir = mkdtempSync(join(tmpdir(), "agentmon-bench-"));
 const startedAt = Date.now();
 try {
@@ -204,7 +223,7 @@ try {
   });
 
   log("\nB3: session lifecycle");
-  const b3 = await lifecycle(server);
+  const b3 = await lifecycle(server, scenarioOptions);
   record({
     id: "B3",
     scenario: "session lifecycle: create, 10 × create_events(5), update",
@@ -247,7 +266,7 @@ try {
   // ---------------------------------------------------------------- B5
   log("\nmemory");
   server = await startAgentmon();
-  const b5 = await memory(server, B5_EVENTS);
+  const b5 = await memory(server, B5_EVENTS, scenarioOptions);
   await server.stop();
   record({
     id: "B5",
@@ -301,91 +320,6 @@ try {
   log(`\nwritten to bench.json (${report.seconds} s)`);
 } finally {
   rmSync(dir, { recursive: true, force: true });
-}
-
-/** B3: each connection runs whole sessions: create_session, 10 × create_events(5), update_session. */
-async function lifecycle(server: Server) {
-  const perSession = 12;
-  const fiveEvents = batchBody(5);
-  /** What one virtual client keeps between the calls of its session. */
-  const ctx = (context: object) => context as { id?: string; jwt?: string };
-  const result = await autocannon({
-    url: server.url,
-    connections: CONNECTIONS,
-    duration: SECONDS,
-    requests: [
-      {
-        method: "POST",
-        path: "/v2/create_session",
-        setupRequest: (request, context) => {
-          ctx(context).id = randomUUID();
-          return {
-            ...request,
-            headers: { "content-type": "application/json", "x-agentmon-api-key": server.key },
-            body: JSON.stringify({ session: { id: ctx(context).id, tags: ["bench"] } }),
-          };
-        },
-        onResponse: (_status, body, context) => {
-          ctx(context).jwt = (JSON.parse(body) as { jwt: string }).jwt;
-        },
-      },
-      ...Array.from({ length: 10 }, () => ({
-        method: "POST" as const,
-        path: "/v2/create_events",
-        setupRequest: (request: autocannon.Request, context: object) => ({
-          ...request,
-          headers: { "content-type": "application/json", authorization: `Bearer ${ctx(context).jwt}` },
-          body: fiveEvents(),
-        }),
-      })),
-      {
-        method: "POST",
-        path: "/v2/update_session",
-        setupRequest: (request, context) => ({
-          ...request,
-          headers: { "content-type": "application/json", authorization: `Bearer ${ctx(context).jwt}` },
-          body: JSON.stringify({ session: { end_state: "Success", end_timestamp: new Date().toISOString() } }),
-        }),
-      },
-    ],
-  });
-  return {
-    sessionsPerS: result.requests.total / perSession / SECONDS,
-    p99: result.latency.p99,
-    failed: result.non2xx + result.errors,
-  };
-}
-
-/** B5: ingests `total` events in 100-event calls; RSS at the half and at the end. */
-async function memory(server: Server, total: number) {
-  const jwts = await openSessions(server, CONNECTIONS);
-  const body = batchBody(100);
-  const half = total / 2 / 100;
-  const run = (amount: number) =>
-    autocannon({
-      url: `${server.url}/v2/create_events`,
-      connections: CONNECTIONS,
-      amount,
-      requests: [
-        {
-          method: "POST",
-          setupRequest: (request) => ({
-            ...request,
-            headers: {
-              "content-type": "application/json",
-              authorization: `Bearer ${jwts[Math.floor(Math.random() * jwts.length)]}`,
-            },
-            body: body(),
-          }),
-        },
-      ],
-    });
-  await run(half);
-  const rssHalf = server.rss();
-  log(`  RSS after ${fmt(total / 2)} events: ${Math.round(rssHalf / 1024 / 1024)} MB`);
-  await run(half);
-  const rssEnd = server.rss();
-  return { rssHalf, rssEnd };
 }
 
 function table() {

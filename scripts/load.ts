@@ -27,13 +27,16 @@ export interface Server {
   stop(): Promise<void>;
 }
 
-/** Starts `agentmon serve` on a new database file and waits until it listens. */
-export async function startAgentmon(env: Record<string, string> = {}): Promise<Server> {
+/**
+ * Starts `agentmon serve` on a new database file and waits until it listens; from another
+ * checkout of agentmon when `root` is given (bench --against).
+ */
+export async function startAgentmon(env: Record<string, string> = {}, root = ROOT): Promise<Server> {
   const dir = mkdtempSync(join(tmpdir(), "agentmon-load-"));
   const key = env.AGENTMON_API_KEY ?? randomUUID();
   const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(AGENTMON_|PORT$)/.test(name)));
   const child = spawn(process.execPath, START_ARGS, {
-    cwd: ROOT,
+    cwd: root,
     env: {
       ...clean,
       PORT: "0",
