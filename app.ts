@@ -12,7 +12,6 @@ import { createHandlers } from "./handlers/index.ts";
 import { credentials } from "./http/auth.ts";
 import { bodies } from "./http/body.ts";
 import { clientError, errorAnswers, sendError, toApiError } from "./http/errors.ts";
-import { signJwt } from "./http/jwt.ts";
 import { backpressure, timeouts } from "./http/limits.ts";
 import { normaliseQuery } from "./http/parameters.ts";
 import { routesOf, type Spec } from "./http/routes.ts";
@@ -52,7 +51,7 @@ export interface AppOptions {
 }
 
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
-  const { store, jwtSecret, now = Date.now, bodyLimit = 5 * MIB } = options;
+  const { store, now = Date.now, bodyLimit = 5 * MIB } = options;
   const { text: specText, spec } = loadSpec<Spec>();
   // E1: the maximum batch is configurable; the served document keeps saying the default.
   const eventsSchema = spec.components.schemas.CreateEventsRequest?.properties?.events;
@@ -74,7 +73,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   });
 
   validateEveryBody(app);
-  const credentialChecks = credentials(app, { ...options, now, routes });
+  const credentialChecks = await credentials(app, { ...options, now, routes });
   const pressure = await backpressure(app, options.maxEventLoopDelayMs);
   app.addHook("preValidation", normaliseQuery);
   bodies(app, { bodyLimit, responseMediaTypes: routes.responseMediaTypes });
@@ -86,7 +85,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     now,
     prices: options.prices ?? priceTable(),
     publicUrl: () => (typeof base === "function" ? base() : base).replace(/\/+$/, ""),
-    issueJwt: (claims) => signJwt({ ...claims, iat: Math.floor(now() / 1000) }, jwtSecret),
+    issueJwt: credentialChecks.issueJwt,
     specText,
     startedAt: now(),
     pressure,

@@ -2,14 +2,16 @@
  * Credentials (contract part 4), checked before the body is read (G3: 401 comes first): the API
  * key of create_session and the read API, the JWT of the session writes. Failed API-key checks
  * are counted per client address (4.6), and each key may be rate limited (O3). What a check
- * finds is left on the request (`req.apiKey`, `req.claims`: handlers/types.ts).
+ * finds is left on the request (`req.apiKey`, `req.claims`: handlers/types.ts). JWTs are signed
+ * and verified by @fastify/jwt, registered here with the options of http/jwt.ts.
  */
+import fastifyJwt from "@fastify/jwt";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Store } from "../db/store.ts";
 import { type ApiError, invalidApiKey, invalidJwt, tooManyRequests } from "../domain/errors.ts";
 import { hashApiKey, isApiKeyShape, isLive } from "../domain/keys.ts";
 import type { ApiKeyRecord } from "../domain/types.ts";
-import { verifyJwt } from "./jwt.ts";
+import { type Claims, jwtOptions, jwtVerifier, signJwt } from "./jwt.ts";
 import { FailureLimiter, RateLimiter } from "./ratelimit.ts";
 import type { Routes } from "./routes.ts";
 
@@ -27,10 +29,13 @@ export interface CredentialOptions {
 
 /**
  * Sets each route's credential check from the spec (register before the routes), and answers
- * what the error handler should check before any error answer (see review).
+ * what the error handler should check before any error answer (see review) and how the handlers
+ * issue a JWT (issueJwt).
  */
-export function credentials(app: FastifyInstance, options: CredentialOptions) {
+export async function credentials(app: FastifyInstance, options: CredentialOptions) {
   const { store, jwtSecret, now } = options;
+  await app.register(fastifyJwt, jwtOptions(jwtSecret));
+  const verifyJwt = jwtVerifier(app.jwt);
   const limiter = new FailureLimiter(options.authFailLimit ?? 20, options.authFailWindowMs ?? 60_000);
   const rate = options.rateLimit ? new RateLimiter(options.rateLimit) : undefined;
   /** O3: one request taken from the API key's bucket. */
@@ -61,7 +66,7 @@ export function credentials(app: FastifyInstance, options: CredentialOptions) {
    */
   async function checkJwt(req: FastifyRequest) {
     const match = /^Bearer +([^ ]+) *$/i.exec(req.headers.authorization ?? "");
-    const claims = match?.[1] ? verifyJwt(match[1], jwtSecret, Math.floor(now() / 1000)) : undefined;
+    const claims = match?.[1] ? verifyJwt(match[1], Math.floor(now() / 1000)) : undefined;
     if (!claims) throw invalidJwt();
     req.claims = claims;
     throttle(claims.key_id);
@@ -74,6 +79,8 @@ export function credentials(app: FastifyInstance, options: CredentialOptions) {
   });
 
   return {
+    /** A JWT of these claims, issued now (4.4). */
+    issueJwt: (claims: Omit<Claims, "iat" | "exp">) => signJwt(app.jwt, { ...claims, iat: Math.floor(now() / 1000) }),
     /** An error answer to a JWT request whose key is no longer live is that key's 401 (G3). */
     async review(req: FastifyRequest, error: ApiError): Promise<ApiError> {
       if (!req.claims || error.statusCode === 401 || error.statusCode >= 500) return error;

@@ -1,80 +1,94 @@
 /**
- * JWTs (contract 4.4): HS256 with the claims session_id, project_id, key_id, iat and exp.
+ * JWTs (contract 4.4): HS256 with the claims session_id, project_id, key_id, iat and exp, signed
+ * and verified by @fastify/jwt (fast-jwt under it), which http/auth.ts registers with these
+ * options. What fast-jwt cannot express is checked here, on every call, after (or, for the cheap
+ * spelling check, before) its verify; decision 010 says why each part is where it is.
  */
-import { createHmac, timingSafeEqual } from "node:crypto";
+import type { FastifyJWTOptions, JWT } from "@fastify/jwt";
 import type { Claims } from "../domain/types.ts";
 
 export type { Claims };
 
 export const JWT_LIFETIME_SECONDS = 24 * 60 * 60;
+/** 4.4: how far ahead of our clock a token's iat may be (clock skew between the nodes). */
+const CLOCK_SKEW_SECONDS = 60;
 
-const HEADER = Buffer.from(JSON.stringify({ alg: "HS256", typ: "JWT" })).toString("base64url");
-const BASE64URL = /^[A-Za-z0-9_-]*$/;
-
-const sign = (input: string, secret: string) => createHmac("sha256", secret).update(input).digest();
-
-export function signJwt(claims: Omit<Claims, "exp">, secret: string): string {
-  const payload = Buffer.from(JSON.stringify({ ...claims, exp: claims.iat + JWT_LIFETIME_SECONDS })).toString(
-    "base64url",
-  );
-  return `${HEADER}.${payload}.${sign(`${HEADER}.${payload}`, secret).toString("base64url")}`;
+export function jwtOptions(secret: string): FastifyJWTOptions {
+  return {
+    secret,
+    // fast-jwt writes {"alg":"HS256","typ":"JWT"} and, given our iat, exp = iat + 24 h (seconds here).
+    sign: { algorithm: "HS256", expiresIn: JWT_LIFETIME_SECONDS },
+    verify: {
+      // Pinned: `alg` is never taken from the token, and the secret is never read as a public key.
+      algorithms: ["HS256"],
+      // fast-jwt's LRU cache of verified tokens (keyed by the token's SHA-256): a client sends the
+      // same token with every call, and the HMAC is most of the cost of checking it (issue 3, B2).
+      // Only what is verified is served from it (errorCacheTTL stays at fast-jwt's -1).
+      cache: 4096,
+      // The time checks are ours (acceptedClaims): fast-jwt reads Date.now(), or a clockTimestamp
+      // fixed when the verifier is built, while agentmon runs on its injected clock (`now`), the one
+      // that stamps iat. So exp, nbf and maxAge are not given to fast-jwt (no clockTolerance either).
+      ignoreExpiration: true,
+      ignoreNotBefore: true,
+    },
+  };
 }
 
-function decodeJson(part: string): Record<string, unknown> | undefined {
-  try {
-    const value: unknown = JSON.parse(Buffer.from(part, "base64url").toString("utf8"));
-    return typeof value === "object" && value !== null && !Array.isArray(value)
-      ? (value as Record<string, unknown>)
-      : undefined;
-  } catch {
-    return undefined;
-  }
+/** A token of exactly the 4.4 claims, issued at `iat` (seconds on our clock), through the library's signer. */
+export function signJwt(jwt: JWT, claims: Omit<Claims, "exp">): string {
+  const { session_id, project_id, key_id, iat } = claims;
+  // Only these claims, in this order: the same bytes the hand-written signer produced.
+  return jwt.sign({ session_id, project_id, key_id, iat });
 }
 
 /**
- * Tokens whose signature and claims were verified, with the secret they were verified under: a
- * client sends the same token with every call, and the HMAC is most of the cost of checking it
- * (issue 3, B2). Only exact strings already verified hit; expiry is checked at every use.
+ * The check of a bearer token: the claims of a canonical, HS256-signed, unexpired token with the
+ * 4.4 claims; undefined for anything else (every refusal is the same 401, 4.1).
  */
-const verified = new Map<string, { secret: string; claims: Claims }>();
-
-/** The claims of a well-formed, HS256-signed, unexpired token; undefined for anything else. */
-export function verifyJwt(token: string, secret: string, nowSeconds: number): Claims | undefined {
-  const hit = verified.get(token);
-  const claims = hit !== undefined && hit.secret === secret ? hit.claims : verifySigned(token, secret);
-  if (claims === undefined || !timely(claims, nowSeconds)) return undefined;
-  if (hit === undefined) {
-    if (verified.size >= 4096) verified.clear();
-    verified.set(token, { secret, claims });
-  }
-  return claims;
+export function jwtVerifier(jwt: JWT): (token: string, nowSeconds: number) => Claims | undefined {
+  return (token, nowSeconds) => {
+    if (!canonicalSignature(token)) return undefined;
+    let payload: unknown;
+    try {
+      payload = jwt.verify<object>(token);
+    } catch {
+      return undefined; // malformed, another alg, a bad signature: fast-jwt's TokenError
+    }
+    return acceptedClaims(payload, nowSeconds);
+  };
 }
 
-function verifySigned(token: string, secret: string): Claims | undefined {
-  const parts = token.split(".");
-  if (parts.length !== 3 || !parts.every((part) => BASE64URL.test(part))) return undefined;
-  const [header, payload, signature] = parts as [string, string, string];
-  if (decodeJson(header)?.alg !== "HS256") return undefined;
-  const expected = sign(`${header}.${payload}`, secret);
-  const given = Buffer.from(signature, "base64url");
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
-  // Only the canonical encoding: the last character of a 32-byte signature has 2 spare bits.
-  if (given.toString("base64url") !== signature) return undefined;
-  const claims = decodeJson(payload);
+/**
+ * fast-jwt decodes the signature with Buffer.from(…, "base64"), which ignores the 2 spare bits of
+ * the last character of a 32-byte signature, so four spellings of one signature would verify. We
+ * accept only the canonical one (its spare bits zero), so one token has exactly one accepted string.
+ * Checked before the library's verify, so a variant never even enters its cache.
+ */
+function canonicalSignature(token: string): boolean {
+  const signature = token.slice(token.lastIndexOf(".") + 1);
+  return signature.length === 43 && "AEIMQUYcgkosw048".includes(signature.charAt(42));
+}
+
+/**
+ * The claims checks, on every use (a cache hit included), against our clock:
+ * - types: fast-jwt checks the types only of the claims it validates, and we need these five;
+ * - exp - iat ≤ 24 h (4.4): fast-jwt has no such rule, and it means even a leaked secret cannot
+ *   mint a token that outlives 24 h;
+ * - exp in the future and iat at most 60 s ahead: see `ignoreExpiration` in jwtOptions.
+ */
+function acceptedClaims(payload: unknown, nowSeconds: number): Claims | undefined {
+  const claims = payload as Partial<Record<keyof Claims, unknown>>;
   if (
-    !claims ||
     typeof claims.session_id !== "string" ||
     typeof claims.project_id !== "string" ||
     typeof claims.key_id !== "string" ||
     typeof claims.iat !== "number" ||
     typeof claims.exp !== "number" ||
-    // 4.4: exp = iat + 24 h.
-    claims.exp - claims.iat > JWT_LIFETIME_SECONDS
+    claims.exp - claims.iat > JWT_LIFETIME_SECONDS ||
+    claims.exp <= nowSeconds ||
+    claims.iat > nowSeconds + CLOCK_SKEW_SECONDS
   ) {
     return undefined;
   }
-  return claims as unknown as Claims;
+  return claims as Claims;
 }
-
-/** Not expired, and not issued in the future (a minute of clock skew allowed). */
-const timely = (claims: Claims, nowSeconds: number) => claims.exp > nowSeconds && claims.iat <= nowSeconds + 60;

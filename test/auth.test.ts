@@ -19,6 +19,7 @@ import {
   decodeJwt,
   type ErrorBody,
   eventIds,
+  hs256Jwt,
   INVALID_API_KEY,
   INVALID_JWT,
   inspect,
@@ -61,6 +62,28 @@ const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("bas
 function craft(header: unknown, claims: unknown, secret = JWT_SECRET, hash = "sha256"): string {
   const input = `${b64(header)}.${b64(claims)}`;
   return `${input}.${createHmac(hash, secret).update(input).digest("base64url")}`;
+}
+
+/**
+ * The hand-written verifier agentmon ran before @fastify/jwt (HS256 header, HMAC-SHA256 over the
+ * exact bytes, canonical signature, the 4.4 claims and lifetime), kept here only to show that a
+ * node still running it accepts the tokens the library issues (the rolling-upgrade test).
+ */
+function legacyVerify(token: string, secret: string, nowSeconds: number): Record<string, unknown> | undefined {
+  const [header = "", payload = "", signature = "", ...rest] = token.split(".");
+  const json = (part: string) => JSON.parse(Buffer.from(part, "base64url").toString("utf8"));
+  if (rest.length > 0 || json(header).alg !== "HS256") return undefined;
+  const expected = createHmac("sha256", secret).update(`${header}.${payload}`).digest("base64url");
+  if (signature !== expected) return undefined;
+  const claims = json(payload);
+  const ok =
+    ["session_id", "project_id", "key_id"].every((name) => typeof claims[name] === "string") &&
+    typeof claims.iat === "number" &&
+    typeof claims.exp === "number" &&
+    claims.exp - claims.iat <= DAY &&
+    claims.exp > nowSeconds &&
+    claims.iat <= nowSeconds + 60;
+  return ok ? claims : undefined;
 }
 
 async function keyRecord(store: Store, key: string): Promise<ApiKeyRecord> {
@@ -484,6 +507,36 @@ t.test("4.4 JWTs: HS256, the claims, refusal of anything else, restart-proof", a
     const token = craft({ alg: "HS256", typ: "JWT" }, await claimsFor(app.store, "s1", Math.floor(Date.now() / 1000)));
     await everyJwtRouteOk(t, app, token, "hand-made HS256");
   });
+
+  t.test(
+    "4.4 rolling upgrade: the hand-written signer's tokens and @fastify/jwt's are the same bytes, each accepted by the other",
+    async (t) => {
+      // A node still on the hand-written node:crypto code and a node on @fastify/jwt share the
+      // secret during a rolling upgrade (decision 010): neither may log the other's clients out.
+      const app = await build(t, { now: () => T0 });
+      const issued = await app.session("s1");
+      const iat = Math.floor(T0 / 1000);
+      const claims = await claimsFor(app.store, "s1", iat);
+      const { session_id, project_id, key_id } = claims;
+      t.equal(
+        issued,
+        hs256Jwt({ session_id, project_id, key_id, iat }),
+        "the library issues the very bytes of the old signer",
+      );
+      t.strictSame(legacyVerify(issued, JWT_SECRET, iat), claims, "the old verifier accepts the library's token");
+      const reissued = (await app.withKey("/v2/reauthorize_jwt", { session_id: "s1" })).json().jwt as string;
+      t.strictSame(legacyVerify(reissued, JWT_SECRET, iat + 1), claims, "and its reauthorized token");
+      const older = hs256Jwt({ session_id, project_id, key_id, iat: iat - 3600 });
+      t.not(older, issued, "an old node's token, issued an hour earlier");
+      t.ok(legacyVerify(older, JWT_SECRET, iat), "(which the old verifier accepts)");
+      await everyJwtRouteOk(t, app, older, "the old signer's token on the library's verifier");
+      t.equal(
+        legacyVerify(issued, "another-secret-another-secret-another", iat),
+        undefined,
+        "control: old verifier, other secret",
+      );
+    },
+  );
 
   t.test("4.4 a JWT issued by an app with another secret is refused on the same database", async (t) => {
     const dbPath = tempDb(t);

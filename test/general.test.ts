@@ -9,18 +9,17 @@ import t from "tap";
 import { openDb } from "../db/sqlite/open.ts";
 import { sqliteStore } from "../db/sqlite/store.ts";
 import { eventView, sessionView } from "../domain/views.ts";
-import { signJwt } from "../http/jwt.ts";
 import {
   API_KEY,
   build,
   eventViews,
+  hs256Jwt,
   INVALID_API_KEY,
   INVALID_JWT,
   inspect,
   isError,
   isInvalid,
   isSuccess,
-  JWT_SECRET,
   json,
   MIB,
   OTHER_PROJECT_KEY,
@@ -318,8 +317,8 @@ t.test("G3: status codes and their precedence", async (t) => {
     const key = (await api.store.listApiKeys()).find((k) => k.project_name === "default");
     const claims = { session_id: "g3-jwt", project_id: key?.project_id ?? "", key_id: key?.id ?? "" };
     const now = Math.floor(Date.now() / 1000);
-    const expired = signJwt({ ...claims, iat: now - 25 * 60 * 60 }, JWT_SECRET);
-    const wrongSecret = signJwt({ ...claims, iat: now }, "another-secret-another-secret-another");
+    const expired = hs256Jwt({ ...claims, iat: now - 25 * 60 * 60 });
+    const wrongSecret = hs256Jwt({ ...claims, iat: now }, "another-secret-another-secret-another");
     const [, payload] = jwt.split(".");
     const none = `${Buffer.from('{"alg":"none","typ":"JWT"}').toString("base64url")}.${payload}.`;
     for (const [name, token] of [
@@ -462,7 +461,7 @@ t.test("G3: status codes and their precedence", async (t) => {
     const api = await build(t);
     const key = (await api.store.listApiKeys()).find((k) => k.project_name === "default");
     const claims = { project_id: key?.project_id ?? "", key_id: key?.id ?? "", iat: Math.floor(Date.now() / 1000) };
-    const ghost = signJwt({ ...claims, session_id: "g3-ghost" }, JWT_SECRET);
+    const ghost = hs256Jwt({ ...claims, session_id: "g3-ghost" });
     for (const [url, body] of [
       ["/v2/create_events", { events: [{ type: "llm" }] }],
       ["/create_events", { events: [{ type: "llm" }] }],

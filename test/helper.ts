@@ -3,6 +3,7 @@
  * for), with one project and API key ready, and small helpers for the calls every test makes,
  * the exact error bodies of the contract and the assertions the test files share.
  */
+import { createHmac } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -234,6 +235,20 @@ export function decodeJwt(jwt: string): { header: Record<string, unknown>; claim
     header: JSON.parse(Buffer.from(header, "base64url").toString("utf8")),
     claims: JSON.parse(Buffer.from(claims, "base64url").toString("utf8")),
   };
+}
+
+/**
+ * An HS256 JWT of the 4.4 claims (exp = iat + 24 h) built by hand with node:crypto: the algorithm
+ * agentmon signed with before @fastify/jwt did (decision 010), so tests can forge tokens
+ * independently of the app's signer.
+ */
+export function hs256Jwt(
+  claims: { session_id: string; project_id: string; key_id: string; iat: number },
+  secret = JWT_SECRET,
+): string {
+  const encode = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url");
+  const input = `${encode({ alg: "HS256", typ: "JWT" })}.${encode({ ...claims, exp: claims.iat + 24 * 60 * 60 })}`;
+  return `${input}.${createHmac("sha256", secret).update(input).digest("base64url")}`;
 }
 
 /** A temporary directory, removed when the test ends. */
