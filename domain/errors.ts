@@ -103,27 +103,3 @@ export const internalError = () =>
     error: "Internal server error",
     message: "Something went wrong on the server; the request can be retried",
   });
-
-/** What a storage failure means for a client, by SQLite's error code (O4); undefined if it is not one. */
-const STORAGE_FAULTS: [RegExp, string][] = [
-  [/^SQLITE_FULL/, "the disk is full"],
-  [/^SQLITE_READONLY/, "the database file is read-only"],
-  [/^SQLITE_(BUSY|LOCKED)/, "the database is locked by another process"],
-  [/^SQLITE_(IOERR|PROTOCOL)/, "the disk reported an I/O error"],
-  [/^SQLITE_CANTOPEN/, "the database file cannot be opened"],
-  [/^SQLITE_(CORRUPT|NOTADB)/, "the database file is damaged"],
-  [/^AGENTMON_STORAGE_THREAD$/, "the storage thread stopped"],
-  [/^AGENTMON_STORAGE_BEHIND$/, "writes arrive faster than the disk takes them"],
-];
-
-export function storageFault(err: unknown): string | undefined {
-  // better-sqlite3 says this (a TypeError, no code) once the connection is closed, e.g. while stopping.
-  if (err instanceof TypeError && err.message === "The database connection is not open")
-    return "the server is stopping";
-  const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code !== "string") return undefined;
-  return STORAGE_FAULTS.find(([pattern]) => pattern.test(code))?.[1];
-}
-
-export const storageUnavailable = (reason: string) =>
-  serviceUnavailable(`Storage is unavailable (${reason}); nothing was stored. Retry after 5 seconds`, 5);

@@ -22,13 +22,6 @@ import { type AjvError, detailsFromAjv } from "./validation.ts";
 export const storageUnavailable = (reason: string) =>
   serviceUnavailable(`Storage is unavailable (${reason}); nothing was stored. Retry after 5 seconds`, 5);
 
-/** What a storage failure means for a client (O4); undefined if the error is not one. */
-export function storageFault(err: unknown): string | undefined {
-  if (err instanceof StorageFault) return err.reason;
-  if (err instanceof SchemaMismatch) return err.message;
-  return undefined;
-}
-
 const errorName: Record<number, string> = {
   400: "Bad request",
   404: "Not found",

@@ -8,14 +8,13 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import t, { type Test } from "tap";
-import { SchemaMismatch } from "../../db/errors.ts";
+import { SchemaMismatch, type StorageFault } from "../../db/errors.ts";
 import { openDb } from "../../db/sqlite/open.ts";
 import { sqliteStore } from "../../db/sqlite/store.ts";
 import { openThreadedStore, type ThreadedStore } from "../../db/sqlite/thread.ts";
 import type { Store } from "../../db/store.ts";
 import { readEvent } from "../../domain/records.ts";
 import type { EventRecord, NewSession } from "../../domain/types.ts";
-import { storageFault } from "../../http/errors.ts";
 import { inspect, tempDir } from "../helper.ts";
 
 const session = (id: string, tags: string[] | null = null): NewSession => ({
@@ -152,7 +151,7 @@ t.test("O2: rows sent and not yet committed are bounded; past the bound a call f
   const small = store.insertEvents(project, "s", events("c", 40));
   const refused = await second.catch((error: unknown) => error);
   t.match(refused, { name: "StorageFault", kind: "behind" });
-  t.equal(storageFault(refused), "writes arrive faster than the disk takes them");
+  t.equal((refused as StorageFault).reason, "writes arrive faster than the disk takes them");
   t.same(await Promise.all([first, small]), [true, true], "calls within the bound are taken");
   const stored = (await inspect(store).listEvents("s")).map((e) => e.id[0]);
   t.same([...new Set(stored)].sort(), ["a", "c"], "nothing of the refused call was stored");
@@ -167,7 +166,7 @@ t.test("when the thread stops, every call fails as a storage fault; key checks s
   await (store as ThreadedStore).thread.terminate();
   const failed = await store.insertEvents(project, "s", [event("x")]).catch((error: unknown) => error);
   t.match(failed, { name: "StorageFault", kind: "unavailable", message: /stopped unexpectedly/ });
-  t.equal(storageFault(failed), "the storage thread stopped");
+  t.equal((failed as StorageFault).reason, "the storage thread stopped");
   await t.rejects(
     store.getSession(project, "s"),
     { name: "StorageFault", reason: "the storage thread stopped" },
