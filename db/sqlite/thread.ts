@@ -131,12 +131,13 @@ class Channel {
     }) as unknown as ReturnType<Remote[M]>;
   }
 
-  /** Fails every call in flight and every later one; true the first time. */
-  fail(what: string): boolean {
+  /**
+   * Fails every call in flight and every later one, for `reason` (a client's words, O4); true the
+   * first time.
+   */
+  fail(what: string, reason = "the storage thread stopped"): boolean {
     const first = this.failure === undefined;
-    this.failure ??= new StorageFault("unavailable", "the storage thread stopped", {
-      message: `the storage thread ${what}`,
-    });
+    this.failure ??= new StorageFault("unavailable", reason, { message: `the storage thread ${what}` });
     for (const { reject } of this.#pending.values()) reject(this.failure);
     this.#pending.clear();
     this.#backlog = 0;
@@ -175,7 +176,10 @@ export async function openThreadedStore(options: ThreadOptions): Promise<Threade
     if (channel.fail(what) && !closing) onFailure?.(channel.failure as StorageFault);
   };
   worker.on("error", (error) => fail(`failed: ${error.message}`));
-  worker.on("exit", (code) => fail(closing ? "was stopped" : `stopped unexpectedly (exit code ${code})`));
+  // Once closed, a call fails as it does on a closed in-thread store: the server is stopping.
+  worker.on("exit", (code) =>
+    closing ? channel.fail("was stopped", "the server is stopping") : fail(`stopped unexpectedly (exit code ${code})`),
+  );
 
   // API-key checks read here, without a round trip (see keyReader): a read of a few pages, and a
   // revoke committed by any process is seen by the next request. (A JWT's key is checked by the
