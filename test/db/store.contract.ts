@@ -400,7 +400,11 @@ export function storeContract(t: Test, adapter: Adapter) {
     await store.createSession(p, newSession("s1"));
     await store.createSession(p, newSession("s2"));
     const e1 = event("e1", { cost: 0.25, cost_source: "client" });
-    const stored = [e1, event("e2", { cost: 0.5, cost_source: "client" }), event("t", { type: "tool", cost: 9 })];
+    const stored = [
+      e1,
+      event("e2", { cost: 0.5, cost_source: "client" }),
+      event("t", { type: "tool", cost: 9, cost_source: "client" }),
+    ];
     t.equal(await store.insertEvents(p, "s1", stored), true);
     t.equal(
       await store.insertEvents(p, "s1", [event("e1", { cost: 100, model: "changed", cost_source: "client" })]),
@@ -562,6 +566,9 @@ export function storeContract(t: Test, adapter: Adapter) {
     ]);
     const before = await snapshot(p, "s");
 
+    const one = await store.updateEvents(p, "s", [patch({ event_id: "e1", model: "new" }), patch({ event_id: "zz" })]);
+    t.same(one.status === "unknown" && one.unknown.map((u) => [u.index, u.id]), [[1, "zz"]]);
+    t.equal((await snapshot(p, "s"))?.events.find((e) => e.id === "e1")?.model, "m", "nothing was applied");
     const refused = await store.updateEvents(p, "s", [
       patch({ event_id: "e1", model: "new" }),
       patch({ event_id: "zz" }),
