@@ -1,7 +1,8 @@
 /**
  * Shared test setup: the real app on a real SQLite database (`:memory:` unless a file is asked
- * for), with one project and API key ready, and small helpers for the calls every test makes,
- * the exact error bodies of the contract and the assertions the test files share.
+ * for; with STORE=sqlite-thread, the storage thread on a file), with one project and API key
+ * ready, and small helpers for the calls every test makes, the exact error bodies of the contract
+ * and the assertions the test files share.
  */
 import { createHmac } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -12,6 +13,7 @@ import type { Test } from "tap";
 import { type AppOptions, buildApp } from "../app.ts";
 import { openDb } from "../db/sqlite/open.ts";
 import { sqliteStore } from "../db/sqlite/store.ts";
+import { openThreadedStore } from "../db/sqlite/thread.ts";
 import type { Store } from "../db/store.ts";
 import { hashApiKey, keyPrefix } from "../domain/keys.ts";
 import { eventView, sessionView } from "../domain/views.ts";
@@ -44,9 +46,33 @@ export interface TestApp {
   inject(options: InjectOptions): Promise<LightMyRequestResponse>;
 }
 
+/**
+ * The stores build() can make when the caller gives none, by `STORE`: `sqlite` (the default), the
+ * in-thread store, on `:memory:` unless a file is asked for; `sqlite-thread`, the storage thread
+ * production uses for a file (db/sqlite/thread.ts), on the file asked for or a temporary one.
+ */
+const STORES = ["sqlite", "sqlite-thread"] as const;
+type StoreKind = (typeof STORES)[number];
+
+/** STORE, checked: an unknown value stops the test file rather than testing the wrong store. */
+export function storeKind(value = process.env.STORE): StoreKind {
+  if (value === undefined || value === "") return "sqlite";
+  if ((STORES as readonly string[]).includes(value)) return value as StoreKind;
+  throw new Error(`STORE=${value} is not a store the tests know (${STORES.join(", ")})`);
+}
+
+async function defaultStore(t: Teardown, dbPath: string | undefined): Promise<Store> {
+  if (storeKind() === "sqlite") return sqliteStore(openDb(dbPath ?? ":memory:"));
+  // The temporary file's folder goes after the store has closed: teardowns run last first.
+  const path = dbPath ?? join(tempDir(t), "agentmon.db");
+  const store = await openThreadedStore({ path });
+  t.teardown(() => store.close());
+  return store;
+}
+
 export async function build(t: Teardown, options: Partial<AppOptions> & { dbPath?: string } = {}): Promise<TestApp> {
-  const { dbPath = ":memory:", ...appOptions } = options;
-  const store = appOptions.store ?? sqliteStore(openDb(dbPath));
+  const { dbPath, ...appOptions } = options;
+  const store = appOptions.store ?? (await defaultStore(t, dbPath));
   const now = new Date().toISOString();
   if ((await store.listApiKeys()).length === 0) {
     await store.createApiKey(hashApiKey(API_KEY), keyPrefix(API_KEY), "default", now);
