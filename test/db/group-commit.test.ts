@@ -18,48 +18,19 @@ import { ConfigError, loadConfig } from "../../cli/config.ts";
 import { GROUP_MAX_CALLS, GROUP_MAX_ROWS } from "../../db/sqlite/group-commit.ts";
 import { type DbOptions, openDb } from "../../db/sqlite/open.ts";
 import { type SqliteStore, type StoreOptions, sqliteStore } from "../../db/sqlite/store.ts";
-import { readEvent } from "../../domain/records.ts";
-import type { EventRecord, NewSession } from "../../domain/types.ts";
+import type { EventRecord } from "../../domain/types.ts";
 import { main } from "../../server.ts";
 import { inspect, tempDir } from "../helper.ts";
+import { newEvent, newSession, patch } from "./records.ts";
 
-const session = (id: string): NewSession => ({
-  id,
-  init_timestamp: "2026-11-22T05:00:00Z",
-  init_us: 1_795_323_600_000_000,
-  end_timestamp: null,
-  end_state: null,
-  end_state_reason: null,
-  tags: null,
-  host_env: null,
-  extra: {},
-});
+const session = (id: string) => newSession(id);
 
 /** An llm event; `bytes` of prompt make it take room (a few pages for a batch of 50 at 4 KB). */
-const event = (id: string, bytes = 10): EventRecord => ({
-  id,
-  type: "llm",
-  init_timestamp: "2026-11-22T05:00:01Z",
-  init_us: 1_795_323_601_000_000,
-  end_timestamp: null,
-  agent_id: null,
-  model: "m",
-  prompt_tokens: 1,
-  completion_tokens: 2,
-  cost: null,
-  cost_source: "unknown",
-  fields: { prompt: "x".repeat(bytes) },
-  aliases: [],
-  extra: {},
-});
+const event = (id: string, bytes = 10) => newEvent(id, { fields: { prompt: "x".repeat(bytes) } });
 const events = (prefix: string, n: number, bytes = 10) =>
   Array.from({ length: n }, (_, i) => event(`${prefix}-${i}`, bytes));
 
 /** An update_events entry, read as the handler reads it. */
-const patch = (raw: Record<string, unknown>) => ({
-  ...readEvent(raw, "events[0]", [], "event_id"),
-  id: String(raw.event_id),
-});
 
 interface Fixture {
   path: string;

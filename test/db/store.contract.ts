@@ -11,7 +11,6 @@
 import type { Test } from "tap";
 import { KeyRevoked, StorageFault } from "../../db/errors.ts";
 import type { Store } from "../../db/store.ts";
-import { readEvent } from "../../domain/records.ts";
 import type {
   AgentRecord,
   EndState,
@@ -22,6 +21,7 @@ import type {
   SessionFilter,
   SessionTotals,
 } from "../../domain/types.ts";
+import { iso, newEvent, patch, newSession as sessionRecord, US0 } from "./records.ts";
 
 /** A store as the runner opened it. */
 export interface Opened {
@@ -45,12 +45,6 @@ export interface Adapter {
 
 // ----------------------------------------------------------------------------- values
 
-/** 2026-11-22T05:00:00Z in microseconds. */
-const US0 = 1_795_323_600_000_000;
-/** The UTC ISO timestamp of an instant in microseconds, to the microsecond. */
-const iso = (us: number) =>
-  `${new Date(Math.floor(us / 1000)).toISOString().slice(0, 19)}.${String(us % 1_000_000).padStart(6, "0")}Z`;
-
 /** SQL and LIKE metacharacters, quotes, a backslash, NUL, emoji (a ZWJ sequence, a flag), accents. */
 const NASTY = "'; DROP TABLE sessions; -- \" \\ % _ [x] \u0000 nul 🧪👩‍💻🇺🇳 Ünïcödé";
 
@@ -62,37 +56,12 @@ const nasty = (): JsonObject =>
       "tiny": -1e-7, "false": false, "empty": "", "emptyObject": {}, "emptyArray": []}`,
   );
 
-const newSession = (id: string, fields: Partial<NewSession> = {}): NewSession => ({
-  id,
-  init_timestamp: iso(US0),
-  init_us: US0,
-  end_timestamp: null,
-  end_state: null,
-  end_state_reason: null,
-  tags: null,
-  host_env: null,
-  extra: {},
-  ...fields,
-});
+const newSession = (id: string, fields: Partial<NewSession> = {}) =>
+  sessionRecord(id, { init_timestamp: iso(US0), ...fields });
 
 /** An llm event at US0 + 1 s, as services store it (cost_source set). */
-const event = (id: string, fields: Partial<EventRecord> = {}): EventRecord => ({
-  id,
-  type: "llm",
-  init_timestamp: iso(US0 + 1_000_000),
-  init_us: US0 + 1_000_000,
-  end_timestamp: null,
-  agent_id: null,
-  model: "m",
-  prompt_tokens: 1,
-  completion_tokens: 2,
-  cost: null,
-  cost_source: "unknown",
-  fields: { prompt: "hi" },
-  aliases: [],
-  extra: {},
-  ...fields,
-});
+const event = (id: string, fields: Partial<EventRecord> = {}) =>
+  newEvent(id, { init_timestamp: iso(US0 + 1_000_000), ...fields });
 
 /** An event at this instant, ending at `endUs` (or not ended). */
 const eventAt = (id: string, us: number, fields: Partial<EventRecord> = {}, endUs?: number) =>
@@ -102,12 +71,6 @@ const eventAt = (id: string, us: number, fields: Partial<EventRecord> = {}, endU
     end_timestamp: endUs === undefined ? null : iso(endUs),
     ...fields,
   });
-
-/** An update_events entry, read as the handler reads it. */
-const patch = (raw: Record<string, unknown>) => ({
-  ...readEvent(raw, "events[0]", [], "event_id"),
-  id: String(raw.event_id),
-});
 
 const NO_TOTALS: SessionTotals = {
   events: 0,

@@ -13,44 +13,26 @@ import { openDb } from "../../db/sqlite/open.ts";
 import { sqliteStore } from "../../db/sqlite/store.ts";
 import { openThreadedStore, type ThreadedStore } from "../../db/sqlite/thread.ts";
 import type { Store } from "../../db/store.ts";
-import { readEvent } from "../../domain/records.ts";
-import type { EventRecord, NewSession } from "../../domain/types.ts";
+import type { EventRecord } from "../../domain/types.ts";
 import { inspect, tempDir } from "../helper.ts";
+import { newEvent, newSession, patch, US0 } from "./records.ts";
 
-const session = (id: string, tags: string[] | null = null): NewSession => ({
-  id,
-  init_timestamp: "2026-11-22T05:00:00Z",
-  init_us: 1_795_323_600_000_000,
-  end_timestamp: null,
-  end_state: null,
-  end_state_reason: null,
-  tags,
-  host_env: { OS: { OS: "Linux" } },
-  extra: { unknown: [1, null, { deep: "ok" }] },
-});
+const session = (id: string, tags: string[] | null = null) =>
+  newSession(id, { tags, host_env: { OS: { OS: "Linux" } }, extra: { unknown: [1, null, { deep: "ok" }] } });
 
-const event = (id: string, model = "gpt-4o-mini"): EventRecord => ({
-  id,
-  type: "llm",
-  init_timestamp: `2026-11-22T05:00:0${id.length % 10}Z`,
-  init_us: 1_795_323_600_000_000 + id.length * 1_000_000,
-  end_timestamp: "2026-11-22T05:00:09.123456Z",
-  agent_id: "agent-1",
-  model,
-  prompt_tokens: 100,
-  completion_tokens: 20,
-  cost: null,
-  cost_source: "unknown",
-  fields: { prompt: [{ role: "user", content: "hi ✓ \u0000 '; DROP TABLE events; --" }] },
-  aliases: [],
-  extra: { __proto__: "kept", n: 1.5 },
-});
+const event = (id: string, model = "gpt-4o-mini") =>
+  newEvent(id, {
+    init_timestamp: `2026-11-22T05:00:0${id.length % 10}Z`,
+    init_us: US0 + id.length * 1_000_000,
+    end_timestamp: "2026-11-22T05:00:09.123456Z",
+    agent_id: "agent-1",
+    model,
+    prompt_tokens: 100,
+    completion_tokens: 20,
+    fields: { prompt: [{ role: "user", content: "hi ✓ \u0000 '; DROP TABLE events; --" }] },
+    extra: { __proto__: "kept", n: 1.5 },
+  });
 const events = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => event(`${prefix}-${i}`));
-
-const patch = (raw: Record<string, unknown>) => ({
-  ...readEvent(raw, "events[0]", [], "event_id"),
-  id: String(raw.event_id),
-});
 
 async function threaded(t: Test, options: { maxBacklog?: number } = {}) {
   const path = join(tempDir(t), "agentmon.db");
