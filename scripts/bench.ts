@@ -37,7 +37,11 @@ import { lifecycle, memory } from "./bench/scenarios.ts";
 import { ingest, openSessions, ROOT, type Server, START_ARGS, startAgentmon } from "./load.ts";
 
 const { values } = parseArgs({
-  options: { quick: { type: "boolean", default: false }, against: { type: "string" } },
+  options: {
+    quick: { type: "boolean", default: false },
+    against: { type: "string" },
+    rounds: { type: "string", default: "1" },
+  },
 });
 const quick = values.quick;
 const SECONDS = quick ? 4 : 20;

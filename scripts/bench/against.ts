@@ -4,9 +4,9 @@
  * into a temporary folder, shares this checkout's node_modules and is bundled as `npm install`
  * bundles it; each side then runs as a user runs it (`npm start`'s command, a fresh file database).
  *
- * The machine's speed drifts by tens of percent over minutes, so the sides alternate, A B B A:
- * each side's figure is the mean of its two runs, and drift that is linear over the four runs
- * falls on both alike.
+ * The machine's speed drifts by tens of percent over minutes, so the sides alternate, A B B A
+ * (`--rounds N` times): each side's figure is the mean of its runs, and drift that is linear over
+ * a round falls on both alike.
  */
 import { execFileSync, execSync } from "node:child_process";
 import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
@@ -28,6 +28,8 @@ interface Options {
   seconds: number;
   warmup: number;
   connections: number;
+  /** How many times A B B A is run; each side's figure is the mean of all its runs. */
+  rounds: number;
 }
 
 /** One run of a scenario on a fresh server of one side: events/s (B1) or requests/s (B2), and p99. */
@@ -46,6 +48,10 @@ async function once(root: string, perCall: number, o: Options) {
     await server.stop();
   }
 }
+
+type Run = Awaited<ReturnType<typeof once>>;
+const mean = (runs: Run[]) => runs.reduce((sum, run) => sum + run.rate, 0) / runs.length;
+const each = (runs: Run[]) => runs.map((run) => `${Math.round(run.rate)}, p99 ${run.p99} ms`).join("; ");
 
 export async function compareAgainst(rev: string, o: Options, log: (line: string) => void) {
   const other = checkout(rev);
