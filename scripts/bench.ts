@@ -165,7 +165,7 @@ if (values.against !== undefined) {
   );
   const compared = await compareAgainst(
     values.against,
-    { seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS },
+    { seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS, rounds: Math.max(1, Number(values.rounds) || 1) },
     log,
   );
   writeFileSync(join(ROOT, "bench.json"), JSON.stringify({ quick, ...compared }, null, 2));

@@ -64,20 +64,23 @@ export async function compareAgainst(rev: string, o: Options, log: (line: string
       ["B1", 100, "events/s"],
       ["B2", 1, "req/s"],
     ] as const) {
-      log(`${id}: ${perCall} event${perCall === 1 ? "" : "s"}/call, ${o.connections} connections, A B B A`);
-      const a1 = await once(ROOT, perCall, o);
-      const b1 = await once(other.root, perCall, o);
-      const b2 = await once(other.root, perCall, o);
-      const a2 = await once(ROOT, perCall, o);
-      const mine = (a1.rate + a2.rate) / 2;
-      const theirs = (b1.rate + b2.rate) / 2;
-      const p99 = (x: { p99: number }, y: { p99: number }) => `p99 ${x.p99}/${y.p99} ms`;
-      log(`  ${name}: ${Math.round(mine)} ${unit} (${Math.round(a1.rate)}, ${Math.round(a2.rate)}; ${p99(a1, a2)})`);
       log(
-        `  ${other.sha}: ${Math.round(theirs)} ${unit} (${Math.round(b1.rate)}, ${Math.round(b2.rate)}; ${p99(b1, b2)})`,
+        `${id}: ${perCall} event${perCall === 1 ? "" : "s"}/call, ${o.connections} connections, A B B A × ${o.rounds}`,
       );
+      const a: Run[] = [];
+      const b: Run[] = [];
+      for (let round = 0; round < o.rounds; round++) {
+        a.push(await once(ROOT, perCall, o));
+        b.push(await once(other.root, perCall, o));
+        b.push(await once(other.root, perCall, o));
+        a.push(await once(ROOT, perCall, o));
+      }
+      const mine = mean(a);
+      const theirs = mean(b);
+      log(`  ${name}: ${Math.round(mine)} ${unit} (${each(a)})`);
+      log(`  ${other.sha}: ${Math.round(theirs)} ${unit} (${each(b)})`);
       log(`  ratio: ${(mine / theirs).toFixed(3)}×`);
-      const failed = a1.failed + a2.failed + b1.failed + b2.failed;
+      const failed = [...a, ...b].reduce((sum, run) => sum + run.failed, 0);
       if (failed > 0) log(`  ${failed} calls failed`);
       results.push({ id, unit, here: mine, against: theirs, ratio: mine / theirs, failed });
     }
