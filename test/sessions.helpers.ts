@@ -1,4 +1,4 @@
-/** What the sessions tests (test/sessions.*.test.ts, rules S1..S7) share: a fixed time and the bodies they expect. */
+/** What the sessions tests (test/sessions.*.test.ts, rules S1..S7) share: a fixed time, the bodies they expect. */
 import type { Store } from "../db/store.ts";
 
 export const NOW = Date.UTC(2026, 10, 22, 5, 9, 43, 640);
