@@ -1,6 +1,6 @@
 /**
  * Property-based fuzzing (fast-check) of every operation in openapi.yaml, generated from its
- * schemas by test/arbitraries.ts, through real HTTP (app.inject) on a real SQLite file.
+ * schemas by test/arbitraries/, through real HTTP (app.inject) on a real SQLite file.
  *
  * For every operation with a JSON body:
  * - valid bodies (the schema's, made contract-valid by the fix-ups below) are answered 200 and
@@ -32,26 +32,23 @@ import t, { type Test } from "tap";
 import { SPEC_PATH } from "../app.ts";
 import type { EventRecord } from "../domain/types.ts";
 import { eventView } from "../domain/views.ts";
+import { nested } from "./arbitraries/json.ts";
+import type { Mutation } from "./arbitraries/mutations.ts";
+import { SchemaArbitraries } from "./arbitraries/schema.ts";
+import { loadSpec, type Operation, operationsOf, type Segment } from "./arbitraries/spec.ts";
+import { textArb } from "./arbitraries/strings.ts";
+import { utcOf } from "./arbitraries/timestamps.ts";
 import {
   canonical,
   clone,
   DELETE,
   depthOf,
   isObject,
-  loadSpec,
-  type Mutation,
-  nested,
-  type Operation,
   objectOf,
-  operationsOf,
   pathText,
   pickFrom,
-  SchemaArbitraries,
-  type Segment,
   setAt,
-  textArb,
-  utcOf,
-} from "./arbitraries.ts";
+} from "./arbitraries/values.ts";
 import {
   API_KEY,
   build,
