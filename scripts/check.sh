@@ -22,15 +22,15 @@ gate "lint" npm run -s lint
 gate "layers (rules in .dependency-cruiser.mjs)" npm run -s check:layers
 gate "typecheck" npm run -s typecheck
 
-# The HTTP test files, a second time on the storage thread (STORE=sqlite-thread; test/helper.ts
-# build()), the store production uses for a file database. Left out: files that never call
-# build() (crash, layers, openapi), and the costly ones whose time goes elsewhere than the store:
-# fuzz (30 s; its round trips are in the Store contract, which runs on the thread), browser
-# (Chromium), server, overload and shutdown (mostly child processes, which use the storage thread
-# anyway). Each build() here starts a storage thread: about 0.2-0.4 s a test.
+# The HTTP test files (a family split by rule is one glob), a second time on the storage thread
+# (STORE=sqlite-thread; test/helper.ts build()), the store production uses for a file database.
+# Left out: files that never call build() (crash, layers, openapi), and the costly ones whose time
+# goes elsewhere than the store: fuzz (30 s; its round trips are in the Store contract, which runs
+# on the thread), browser (Chromium), server, overload and shutdown (mostly child processes, which
+# use the storage thread anyway). Each build() here starts a storage thread: about 0.2-0.4 s a test.
 THREAD_TESTS=(
-  test/attacks.test.ts test/auth.test.ts test/cost.test.ts test/events.test.ts test/faults.test.ts
-  test/general.test.ts test/limits.test.ts test/read.test.ts test/replay.test.ts test/sessions.test.ts
+  test/attacks.*.test.ts test/auth.*.test.ts test/cost.*.test.ts test/events.*.test.ts test/faults.test.ts
+  test/general.*.test.ts test/limits.*.test.ts test/read.*.test.ts test/replay.test.ts test/sessions.*.test.ts
   test/ui.test.ts
 )
 
