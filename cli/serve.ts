@@ -1,4 +1,5 @@
 /** `agentmon serve`: opens storage, builds the app, listens, and stops cleanly on a signal. */
+import type { FastifyInstance } from "fastify";
 import { buildApp } from "../app.ts";
 import { openDb } from "../db/sqlite/open.ts";
 import { sqliteStore } from "../db/sqlite/store.ts";
@@ -44,6 +45,38 @@ async function ensureConfiguredKey(store: Store, key: string): Promise<void> {
   }
 }
 
+/** The app's settings, from the command line's. */
+const appOptions = (config: Config) => ({
+  bodyLimit: config.bodyLimit,
+  maxEvents: config.maxEvents,
+  authFailLimit: config.authFailLimit,
+  authFailWindowMs: config.authFailWindowSeconds * 1000,
+  trustProxy: config.trustProxy,
+  requestTimeoutMs: config.requestTimeoutSeconds * 1000,
+  keepAliveTimeoutMs: config.keepAliveTimeoutSeconds * 1000,
+  maxEventLoopDelayMs: config.maxEventLoopDelayMs,
+  rateLimit: config.rateLimit,
+  prices: priceTable(config.prices ?? []),
+  logger: { level: config.logLevel },
+});
+
+/** Stops once (a signal, or the storage thread's death): requests in flight are answered, then the process exits. */
+function stopper(app: FastifyInstance, io: Output) {
+  let stopping = false;
+  return (signal: string, code = 0) => {
+    if (stopping) return;
+    stopping = true;
+    app.log.info({ signal }, "shutting down: finishing requests in flight");
+    app.close().then(
+      () => process.exit(code),
+      (error: unknown) => {
+        io.err(`agentmon: error while shutting down: ${(error as Error).message}`);
+        process.exit(1);
+      },
+    );
+  };
+}
+
 export async function serve(config: Config, io: Output): Promise<number> {
   // A storage thread that stopped on its own leaves a server that can only answer 503: it exits
   // (status 1, once the requests in flight are answered) so that its supervisor restarts it.
@@ -64,22 +97,7 @@ export async function serve(config: Config, io: Output): Promise<number> {
   }
 
   let base = config.publicUrl;
-  const app = await buildApp({
-    store,
-    jwtSecret,
-    publicUrl: () => base ?? "",
-    bodyLimit: config.bodyLimit,
-    maxEvents: config.maxEvents,
-    authFailLimit: config.authFailLimit,
-    authFailWindowMs: config.authFailWindowSeconds * 1000,
-    trustProxy: config.trustProxy,
-    requestTimeoutMs: config.requestTimeoutSeconds * 1000,
-    keepAliveTimeoutMs: config.keepAliveTimeoutSeconds * 1000,
-    maxEventLoopDelayMs: config.maxEventLoopDelayMs,
-    rateLimit: config.rateLimit,
-    prices: priceTable(config.prices ?? []),
-    logger: { level: config.logLevel },
-  });
+  const app = await buildApp({ ...appOptions(config), store, jwtSecret, publicUrl: () => base ?? "" });
   const showFirstKey = (where: string | undefined) => {
     if (firstKey === undefined) return;
     io.out(`agentmon: created the first API key, for project "${DEFAULT_PROJECT}". It is shown only now:`);
@@ -105,19 +123,7 @@ export async function serve(config: Config, io: Output): Promise<number> {
   }
   io.out(`agentmon: listening on ${address} (database ${config.db})`);
 
-  let stopping = false;
-  const stop = (signal: string, code = 0) => {
-    if (stopping) return;
-    stopping = true;
-    app.log.info({ signal }, "shutting down: finishing requests in flight");
-    app.close().then(
-      () => process.exit(code),
-      (error: unknown) => {
-        io.err(`agentmon: error while shutting down: ${(error as Error).message}`);
-        process.exit(1);
-      },
-    );
-  };
+  const stop = stopper(app, io);
   storageFailed = (error) => {
     io.err(`agentmon: ${error.message}; exiting so that a supervisor can restart it`);
     stop("storage thread", 1);

@@ -167,6 +167,28 @@ async function measure(what: string, base: string, requests: { path: string }[])
   return figure;
 }
 
+/**
+ * The paths of the big session's event pages, as the UI follows their cursors; and a check that
+ * the list page is what was seeded.
+ */
+async function followEventPages(base: string): Promise<string[]> {
+  const eventPages: string[] = [];
+  let cursor: string | null = null;
+  do {
+    const query: string = cursor === null ? "" : `&cursor=${cursor}`;
+    const path: string = `/v2/sessions/big/events?limit=${EVENT_PAGE}${query}`;
+    const res = await fetch(`${base}${path}`, { headers: { "x-agentmon-api-key": KEY } });
+    const body = (await res.json()) as { events: unknown[]; next_cursor: string | null };
+    if (res.status !== 200) throw new Error(`${path} answered ${res.status}`);
+    eventPages.push(path);
+    cursor = body.next_cursor;
+  } while (cursor !== null);
+  const list = await fetch(`${base}/v2/sessions?limit=50`, { headers: { "x-agentmon-api-key": KEY } });
+  const first = ((await list.json()) as { sessions: { session: { id: string } }[] }).sessions;
+  if (first.length !== 50 || first[0]?.session.id !== "big") throw new Error("the list page is not what was seeded");
+  return eventPages;
+}
+
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), "agentmon-bench-"));
   const path = join(dir, "bench.db");
@@ -183,22 +205,7 @@ async function main() {
     child = server.child;
     const { base } = server;
 
-    // The cursors of the big session's event pages, as the UI follows them.
-    const eventPages: string[] = [];
-    let cursor: string | null = null;
-    do {
-      const query: string = cursor === null ? "" : `&cursor=${cursor}`;
-      const path: string = `/v2/sessions/big/events?limit=${EVENT_PAGE}${query}`;
-      const res = await fetch(`${base}${path}`, { headers: { "x-agentmon-api-key": KEY } });
-      const body = (await res.json()) as { events: unknown[]; next_cursor: string | null };
-      if (res.status !== 200) throw new Error(`${path} answered ${res.status}`);
-      eventPages.push(path);
-      cursor = body.next_cursor;
-    } while (cursor !== null);
-    const list = await fetch(`${base}/v2/sessions?limit=50`, { headers: { "x-agentmon-api-key": KEY } });
-    const first = ((await list.json()) as { sessions: { session: { id: string } }[] }).sessions;
-    if (first.length !== 50 || first[0]?.session.id !== "big") throw new Error("the list page is not what was seeded");
-
+    const eventPages = await followEventPages(base);
     const sessionPage = [{ path: "/v2/sessions/big" }, ...eventPages.map((p) => ({ path: p }))];
     process.stdout.write(`measuring, ${SECONDS} s each, ${CONNECTIONS} connections ...\n`);
     const baseline = await measure("baseline: GET /healthz", base, [{ path: "/healthz" }]);
