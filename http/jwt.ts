@@ -12,6 +12,8 @@ export type { Claims };
 export const JWT_LIFETIME_SECONDS = 24 * 60 * 60;
 /** 4.4: how far ahead of our clock a token's iat may be (clock skew between the nodes). */
 const CLOCK_SKEW_SECONDS = 60;
+/** How many verified tokens are remembered (then the memory starts again, empty). */
+const VERIFIED_TOKENS = 4096;
 
 export function jwtOptions(secret: string): FastifyJWTOptions {
   return {
@@ -21,10 +23,9 @@ export function jwtOptions(secret: string): FastifyJWTOptions {
     verify: {
       // Pinned: `alg` is never taken from the token, and the secret is never read as a public key.
       algorithms: ["HS256"],
-      // fast-jwt's LRU cache of verified tokens (keyed by the token's SHA-256): a client sends the
-      // same token with every call, and the HMAC is most of the cost of checking it (issue 3, B2).
-      // Only what is verified is served from it (errorCacheTTL stays at fast-jwt's -1).
-      cache: 4096,
+      // Verified tokens are remembered by jwtVerifier, by their exact text, which costs a Map lookup
+      // where fast-jwt's cache hashes every token (decision 010).
+      cache: false,
       // The time checks are ours (acceptedClaims): fast-jwt reads Date.now(), or a clockTimestamp
       // fixed when the verifier is built, while agentmon runs on its injected clock (`now`), the one
       // that stamps iat. So exp, nbf and maxAge are not given to fast-jwt (no clockTolerance either).
@@ -46,13 +47,24 @@ export function signJwt(jwt: JWT, claims: Omit<Claims, "exp">): string {
  * 4.4 claims; undefined for anything else (every refusal is the same 401, 4.1).
  */
 export function jwtVerifier(jwt: JWT): (token: string, nowSeconds: number) => Claims | undefined {
+  /**
+   * Payloads fast-jwt verified, by the token's exact text: a client sends the same token with
+   * every call, and B2 (one small call after another) measured fast-jwt's own cache 5 % slower,
+   * since it hashes every token to find it (decision 010). The whole text is the key, so no two
+   * tokens can share an entry; the claims, expiry included, are still checked at every use.
+   */
+  const verified = new Map<string, unknown>();
   return (token, nowSeconds) => {
-    if (!canonicalSignature(token)) return undefined;
-    let payload: unknown;
-    try {
-      payload = jwt.verify<object>(token);
-    } catch {
-      return undefined; // malformed, another alg, a bad signature: fast-jwt's TokenError
+    let payload = verified.get(token);
+    if (payload === undefined) {
+      if (!canonicalSignature(token)) return undefined;
+      try {
+        payload = jwt.verify<object>(token);
+      } catch {
+        return undefined; // malformed, another alg, a bad signature: fast-jwt's TokenError
+      }
+      if (verified.size >= VERIFIED_TOKENS) verified.clear();
+      verified.set(token, payload);
     }
     return acceptedClaims(payload, nowSeconds);
   };
@@ -62,7 +74,7 @@ export function jwtVerifier(jwt: JWT): (token: string, nowSeconds: number) => Cl
  * fast-jwt decodes the signature with Buffer.from(…, "base64"), which ignores the 2 spare bits of
  * the last character of a 32-byte signature, so four spellings of one signature would verify. We
  * accept only the canonical one (its spare bits zero), so one token has exactly one accepted string.
- * Checked before the library's verify, so a variant never even enters its cache.
+ * Checked before the library's verify, so a variant is never remembered as verified.
  */
 function canonicalSignature(token: string): boolean {
   const signature = token.slice(token.lastIndexOf(".") + 1);
