@@ -67,6 +67,10 @@ export async function compareAgainst(rev: string, o: Options, log: (line: string
       log(
         `${id}: ${perCall} event${perCall === 1 ? "" : "s"}/call, ${o.connections} connections, A B B A × ${o.rounds}`,
       );
+      // One unmeasured run of each side first: the first server started after the other side was
+      // bundled measured up to 10 % slow, whichever side it was (page cache, CPU clock), and A is first.
+      await once(ROOT, perCall, { ...o, seconds: o.warmup + 2 });
+      await once(other.root, perCall, { ...o, seconds: o.warmup + 2 });
       const a: Run[] = [];
       const b: Run[] = [];
       for (let round = 0; round < o.rounds; round++) {
