@@ -5,8 +5,8 @@
  * bundles it; each side then runs as a user runs it (`npm start`'s command, a fresh file database).
  *
  * The machine's speed drifts by tens of percent over minutes, so the sides alternate, A B B A
- * (`--rounds N` times): each side's figure is the mean of its runs, and drift that is linear over
- * a round falls on both alike.
+ * then B A A B (`--rounds N` rounds): each side's figure is the mean of its runs, drift that is
+ * linear over a round falls on both alike, and neither side always runs first.
  */
 import { execFileSync, execSync } from "node:child_process";
 import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
@@ -65,7 +65,7 @@ export async function compareAgainst(rev: string, o: Options, log: (line: string
       ["B2", 1, "req/s"],
     ] as const) {
       log(
-        `${id}: ${perCall} event${perCall === 1 ? "" : "s"}/call, ${o.connections} connections, A B B A × ${o.rounds}`,
+        `${id}: ${perCall} event${perCall === 1 ? "" : "s"}/call, ${o.connections} connections, A B B A / B A A B × ${o.rounds}`,
       );
       // One unmeasured run of each side first: the first server started after the other side was
       // bundled measured up to 10 % slow, whichever side it was (page cache, CPU clock), and A is first.
@@ -73,11 +73,14 @@ export async function compareAgainst(rev: string, o: Options, log: (line: string
       await once(other.root, perCall, { ...o, seconds: o.warmup + 2 });
       const a: Run[] = [];
       const b: Run[] = [];
+      // A B B A, then B A A B, and so on: neither side always runs first or last in a round.
       for (let round = 0; round < o.rounds; round++) {
-        a.push(await once(ROOT, perCall, o));
-        b.push(await once(other.root, perCall, o));
-        b.push(await once(other.root, perCall, o));
-        a.push(await once(ROOT, perCall, o));
+        const [first, second] = round % 2 === 0 ? [a, b] : [b, a];
+        const [firstRoot, secondRoot] = round % 2 === 0 ? [ROOT, other.root] : [other.root, ROOT];
+        first.push(await once(firstRoot, perCall, o));
+        second.push(await once(secondRoot, perCall, o));
+        second.push(await once(secondRoot, perCall, o));
+        first.push(await once(firstRoot, perCall, o));
       }
       const mine = mean(a);
       const theirs = mean(b);
