@@ -10,8 +10,8 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Store } from "../db/store.ts";
 import { type ApiError, invalidApiKey, invalidJwt, tooManyRequests } from "../domain/errors.ts";
 import { hashApiKey, isApiKeyShape, isLive } from "../domain/keys.ts";
-import type { ApiKeyRecord } from "../domain/types.ts";
-import { type Claims, jwtOptions, jwtVerifier, signJwt } from "./jwt.ts";
+import type { ApiKeyRecord, Claims } from "../domain/types.ts";
+import { jwtOptions, jwtVerifier, signJwt } from "./jwt.ts";
 import { FailureLimiter, RateLimiter } from "./ratelimit.ts";
 import type { Routes } from "./routes.ts";
 

@@ -7,8 +7,6 @@
 import type { FastifyJWTOptions, JWT } from "@fastify/jwt";
 import type { Claims } from "../domain/types.ts";
 
-export type { Claims };
-
 export const JWT_LIFETIME_SECONDS = 24 * 60 * 60;
 /** 4.4: how far ahead of our clock a token's iat may be (clock skew between the nodes). */
 const CLOCK_SKEW_SECONDS = 60;

@@ -1,4 +1,7 @@
 /**
+ * The two request counters of the credentials plugin (http/auth.ts): O3, the per-key rate limit
+ * (RateLimiter), and 4.6, failed API-key checks per client address (FailureLimiter).
+ *
  * O3: a per-API-key request rate limit, as token buckets. Each key may burst `perMinute`
  * requests, and its bucket refills evenly over the minute, so a steady client at the limit is
  * never refused and a burst waits only as long as its excess needs.
