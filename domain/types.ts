@@ -23,6 +23,11 @@ export interface SessionRecord {
   host_env: JsonObject | null;
   /** Fields the contract does not name, as sent (G5). */
   extra: JsonObject;
+  /**
+   * The conversation an OTLP trace belongs to (otlp.md T13: `gen_ai.conversation.id`,
+   * `session.id`, ...), a filter of GET /v2/sessions; absent or null for v2 sessions.
+   */
+  conversation_id?: string | null;
 }
 
 /** A session as a client creates it. */
@@ -43,6 +48,8 @@ export interface SessionChanges {
 export interface EventRecord {
   id: string;
   type: Kind;
+  /** The event this one is nested under (an OTLP span's parent span, T14); absent or null: none. */
+  parent_id?: string | null;
   init_timestamp: string;
   init_us: number;
   end_timestamp: string | null;
@@ -64,6 +71,57 @@ export interface EventRecord {
   /** Fields the contract does not name, as sent (G5). */
   extra: JsonObject;
 }
+
+/** An event made from an OTLP span (otlp.md T14), or an error event of one (T16). */
+export interface SpanEventRecord extends EventRecord {
+  parent_id: string | null;
+  /** The agent this span registers (an agent span), else null; its descendants inherit it. */
+  own_agent_id: string | null;
+}
+
+/**
+ * What one OTLP request brings to one trace (a session, T12): written in one transaction with the
+ * rest of its request. The store creates the session when it is new, lowers its init to the
+ * earliest span start, lets the best root so far set the root's fields (T13), stores the events
+ * not already stored (T17), registers the agents, and gives every event the agent of its nearest
+ * agent ancestor, across requests (T14).
+ */
+export interface TraceWrite {
+  /** The trace id as a UUID. */
+  session_id: string;
+  /** The earliest start of these spans. */
+  init_timestamp: string;
+  init_us: number;
+  /** A conversation id that a span of this request names, if any (the root's wins). */
+  conversation_id: string | null;
+  /** The best root span of this request, if it has one. */
+  root: RootCandidate | null;
+  events: SpanEventRecord[];
+  agents: AgentRecord[];
+}
+
+/**
+ * A root span's claim on its session's fields. Roots are ranked so that every order of arrival
+ * ends with the same one (T13, T17): a root marked `agentops.span.kind = session` first, then the
+ * earliest start, then the smallest span id; `rank` sorts that way as a string.
+ */
+export interface RootCandidate {
+  rank: string;
+  /** The fields the root sets; the ones it does not give are cleared. */
+  fields: {
+    end_timestamp: string | null;
+    end_state: EndState | null;
+    end_state_reason: string | null;
+    tags: string[] | null;
+    host_env: JsonObject | null;
+    conversation_id: string | null;
+    /** Kept under the session's extra, replacing what an earlier root put there (G5). */
+    extra: JsonObject;
+  };
+}
+
+/** How a TraceWrite went: stored (or already stored), or refused: the trace is another project's session. */
+export type TraceOutcome = "stored" | "foreign";
 
 /** One event of a create_events or update_events body, before it meets a stored event. */
 export interface EventInput {
