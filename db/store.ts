@@ -21,6 +21,8 @@ import type {
   SessionRecord,
   SessionSnapshot,
   SessionWithTotals,
+  TraceOutcome,
+  TraceWrite,
   UpdateEventsResult,
 } from "../domain/types.ts";
 
@@ -103,6 +105,28 @@ export interface Store {
 
   /** Inserts the agent or updates its name and extras; false when the session is not in the project. */
   upsertAgent(projectId: string, sessionId: string, agent: AgentRecord, keyId?: string): Promise<boolean>;
+
+  /**
+   * OTLP traces (otlp.md T12-T17): every trace of one request, in one transaction. A new trace
+   * becomes a session of the project; one that is another project's session is refused whole
+   * ("foreign") and the others are stored. Spans already stored change nothing, and spans may
+   * come in any order, in any number of requests, with the same result (T17). A token's write
+   * takes its key's id, as updateSession does (4.3).
+   */
+  ingestTraces(projectId: string, writes: TraceWrite[], keyId?: string): Promise<TraceOutcome[]>;
+  /**
+   * T6: appends text to a session's logs, creating the session (running, from `now`) when there
+   * is none; answers the logs' size in bytes, or undefined when the session is another project's.
+   */
+  appendSessionLog(
+    projectId: string,
+    sessionId: string,
+    text: string,
+    now: string,
+    keyId?: string,
+  ): Promise<number | undefined>;
+  /** The session's logs (T6), oldest first; undefined when the session is not in the project. */
+  readSessionLog(projectId: string, sessionId: string): Promise<string | undefined>;
 
   /**
    * Readiness (GET /readyz): proves the database answers, is at the schema version this code

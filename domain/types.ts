@@ -172,6 +172,8 @@ export interface SessionFilter {
   agent_id?: string;
   /** A case-insensitive substring of end_state_reason. */
   q?: string;
+  /** The conversation of an OTLP trace (otlp.md T13). */
+  conversation_id?: string;
 }
 
 /** The figures of a session's events that Stats are made of (zeros when it has none). */

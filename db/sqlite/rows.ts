@@ -13,6 +13,7 @@ import type {
   Kind,
   SessionRecord,
   SessionTotals,
+  SpanEventRecord,
 } from "../../domain/types.ts";
 
 export const json = (value: unknown) => JSON.stringify(value);
@@ -30,6 +31,8 @@ export interface SessionRow {
   tags: string | null;
   host_env: string | null;
   extra: string;
+  root_rank: string | null;
+  conversation_id: string | null;
 }
 
 export interface StoredEvent {
@@ -47,6 +50,8 @@ export interface StoredEvent {
   body: string;
   aliases: string | null;
   extra: string;
+  parent_id: string | null;
+  own_agent_id: string | null;
 }
 
 export interface EventPageParams {
@@ -103,11 +108,13 @@ export const sessionRecord = (row: SessionRow): SessionRecord => ({
   tags: parse<string[]>(row.tags),
   host_env: parse<JsonObject>(row.host_env),
   extra: parse<JsonObject>(row.extra) ?? {},
+  ...(row.conversation_id === null ? {} : { conversation_id: row.conversation_id }),
 });
 
 export const eventRecord = (row: StoredEvent): EventRecord => ({
   id: row.id,
   type: row.type as Kind,
+  ...(row.parent_id === null ? {} : { parent_id: row.parent_id }),
   init_timestamp: row.init_timestamp,
   init_us: row.init_us,
   end_timestamp: row.end_timestamp,
@@ -145,6 +152,8 @@ export const EVENT_COLUMNS = [
   "body",
   "aliases",
   "extra",
+  "parent_id",
+  "own_agent_id",
 ] as const;
 
 type Column = string | number | null;
@@ -173,6 +182,8 @@ export const eventRow = (e: EventRecord): EventRow =>
     json(e.fields),
     e.aliases.length === 0 ? null : json(e.aliases),
     json(e.extra),
+    e.parent_id ?? null,
+    (e as Partial<SpanEventRecord>).own_agent_id ?? null,
   ] as EventRow;
 
 /** An event's row as named parameters, for the UPDATE. */

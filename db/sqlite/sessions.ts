@@ -39,6 +39,7 @@ const CONDITIONS = {
   agent_id: `(EXISTS (SELECT 1 FROM agents a WHERE a.session_pk = s.pk AND a.id = @agent_id)
           OR EXISTS (SELECT 1 FROM events e WHERE e.agent_id = @agent_id AND e.session_pk = s.pk))`,
   q: "agentmon_contains_ci(s.end_state_reason, @q)",
+  conversation_id: "s.conversation_id = @conversation_id",
 } as const;
 type Condition = keyof typeof CONDITIONS;
 
@@ -58,6 +59,7 @@ function listQuery(projectId: string, filter: SessionFilter, after: Position | u
   if (tags.length > 0) add("tags", { tags: json(tags), tag_count: tags.length });
   if (filter.agent_id !== undefined) add("agent_id", { agent_id: filter.agent_id });
   if (filter.q !== undefined) add("q", { q: filter.q.toLowerCase() });
+  if (filter.conversation_id !== undefined) add("conversation_id", { conversation_id: filter.conversation_id });
   return { conditions, params };
 }
 
@@ -98,6 +100,8 @@ function prepare(db: Db) {
     eventsOf: db.prepare<[number], StoredEvent>("SELECT * FROM events WHERE session_pk = ? ORDER BY init_us, id"),
     deleteEvents: db.prepare("DELETE FROM events WHERE session_pk = ?"),
     deleteAgents: db.prepare("DELETE FROM agents WHERE session_pk = ?"),
+    deleteLogs: db.prepare("DELETE FROM session_logs WHERE session_pk = ?"),
+    deleteRecords: db.prepare("DELETE FROM span_records WHERE session_pk = ?"),
     delete: db.prepare("DELETE FROM sessions WHERE pk = ?"),
   };
 }
@@ -177,13 +181,15 @@ export class SessionTable {
     };
   }
 
-  /** The events, the agents, then the session, in the caller's transaction. */
+  /** The events, the agents, the logs, then the session, in the caller's transaction. */
   delete(projectId: string, id: string) {
     const row = this.#row(projectId, id);
     if (!row) return false;
     // Explicit rather than by ON DELETE CASCADE, which only works where foreign_keys is on.
     this.#q.deleteEvents.run(row.pk);
     this.#q.deleteAgents.run(row.pk);
+    this.#q.deleteLogs.run(row.pk);
+    this.#q.deleteRecords.run(row.pk);
     this.#q.delete.run(row.pk);
     return true;
   }

@@ -7,6 +7,7 @@
  */
 import { type PriceTable, priceEvent, priceTable } from "../../domain/prices.ts";
 import { patchEvent } from "../../domain/records.ts";
+import { parseTimestamp, type Timestamp } from "../../domain/timestamps.ts";
 import type { EventRecord } from "../../domain/types.ts";
 import { SchemaMismatch } from "../errors.ts";
 import type { Store } from "../store.ts";
@@ -19,6 +20,7 @@ import { schemaVersion, versionOf } from "./migrate.ts";
 import type { Db } from "./open.ts";
 import { type EventRow, eventRow } from "./rows.ts";
 import { SessionTable } from "./sessions.ts";
+import { TraceTable } from "./traces.ts";
 
 export interface SqliteStore extends Store {
   /** Group transactions committed since the store was made: lets tests see calls coalesce. */
@@ -53,6 +55,7 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
   const keys = keyStatements(db);
   const sessions = new SessionTable(db);
   const events = eventStatements(db);
+  const traces = new TraceTable(db);
   const group = new GroupCommit(db);
   const readSession = db.transaction(sessions.read.bind(sessions));
 
@@ -102,6 +105,20 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
       ),
     upsertAgent: (projectId, sessionId, agent, keyId) =>
       write(1, keyId, projectId, () => inSession(projectId, sessionId, (pk) => events.upsertAgent(pk, agent), false)),
+
+    ingestTraces: (projectId, writes, keyId) =>
+      write(
+        writes.reduce((rows, trace) => rows + trace.events.length, 0),
+        keyId,
+        projectId,
+        () => traces.ingest(projectId, writes),
+      ),
+    appendSessionLog: (projectId, sessionId, text, now, keyId) =>
+      write(1, keyId, projectId, () => {
+        const at = parseTimestamp(now) as Timestamp;
+        return traces.appendLog(projectId, sessionId, text, { iso: at.iso, us: at.us });
+      }),
+    readSessionLog: async (projectId, sessionId) => inSession(projectId, sessionId, (pk) => traces.logs(pk), undefined),
 
     async ping(now) {
       const version = versionOf(db);

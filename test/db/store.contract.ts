@@ -16,6 +16,7 @@ import { keyContract } from "./contract/keys.ts";
 import { lifecycleContract } from "./contract/lifecycle.ts";
 import { listContract } from "./contract/lists.ts";
 import { sessionContract } from "./contract/sessions.ts";
+import { traceContract } from "./contract/traces.ts";
 
 export type { Adapter, Opened } from "./contract/fixture.ts";
 
@@ -26,4 +27,5 @@ export function storeContract(t: Test, adapter: Adapter) {
   eventContract(t, f);
   listContract(t, f);
   lifecycleContract(t, f);
+  traceContract(t, f);
 }

@@ -1,0 +1,194 @@
+/**
+ * OpenTelemetry traces as sessions (shared/spec/otlp.md T12-T17), and the logs that belong to
+ * them (T3, T6). Everything here runs inside the caller's transaction (a group commit's savepoint),
+ * so one OTLP request is stored whole or not at all (G7). Spans may arrive in any order and more
+ * than once: each step is written so that the result does not depend on it (T17).
+ */
+import type { AgentRecord, JsonObject, SpanEventRecord, TraceOutcome, TraceWrite } from "../../domain/types.ts";
+import type { Db } from "./open.ts";
+import { EVENT_COLUMNS, type EventRow, eventRow, json, parse, type SessionRow } from "./rows.ts";
+
+const EVENT_INSERT_COLUMNS = EVENT_COLUMNS.join(", ");
+const EVENT_ROW_LENGTH = EVENT_COLUMNS.length;
+
+function prepare(db: Db) {
+  return {
+    session: db.prepare<[string], SessionRow>("SELECT * FROM sessions WHERE id = ?"),
+    create: db.prepare(
+      `INSERT INTO sessions (id, project_id, init_timestamp, init_us, extra, conversation_id)
+       VALUES (@id, @project_id, @init_timestamp, @init_us, '{}', @conversation_id)`,
+    ),
+    earlier: db.prepare(
+      "UPDATE sessions SET init_timestamp = @init_timestamp, init_us = @init_us WHERE pk = @pk AND init_us > @init_us",
+    ),
+    conversation: db.prepare(
+      "UPDATE sessions SET conversation_id = @conversation_id WHERE pk = @pk AND conversation_id IS NULL",
+    ),
+    root: db.prepare(
+      `UPDATE sessions SET end_timestamp = @end_timestamp, end_state = @end_state,
+         end_state_reason = @end_state_reason, tags = @tags, host_env = @host_env, extra = @extra,
+         conversation_id = coalesce(@conversation_id, conversation_id), root_rank = @rank
+       WHERE pk = @pk`,
+    ),
+    insert: db.prepare(
+      `INSERT INTO events (session_pk, ${EVENT_INSERT_COLUMNS})
+       VALUES (?${", ?".repeat(EVENT_ROW_LENGTH)})
+       ON CONFLICT (session_pk, id) DO NOTHING`,
+    ),
+    agentOf: db.prepare<[number, string], { agent_id: string | null }>(
+      "SELECT agent_id FROM events WHERE session_pk = ? AND id = ?",
+    ),
+    staleChild: db.prepare<[number, string, string], { found: 1 }>(
+      `SELECT 1 AS found FROM events
+       WHERE session_pk = ? AND parent_id = ? AND own_agent_id IS NULL AND agent_id IS NOT ? LIMIT 1`,
+    ),
+    // The stored descendants of a span that has just arrived, down to (not into) the next agent
+    // span: they get its agent. UNION, not UNION ALL: a parent cycle a client made up ends.
+    inherit: db.prepare(
+      `WITH RECURSIVE down(id) AS (
+         SELECT id FROM events WHERE session_pk = @pk AND parent_id = @id AND own_agent_id IS NULL
+         UNION
+         SELECT e.id FROM events e JOIN down d ON e.session_pk = @pk AND e.parent_id = d.id
+         WHERE e.own_agent_id IS NULL
+       )
+       UPDATE events SET agent_id = @agent WHERE session_pk = @pk AND id IN (SELECT id FROM down)`,
+    ),
+    agentGet: db.prepare<[number, string], { name: string | null }>(
+      "SELECT name FROM agents WHERE session_pk = ? AND id = ?",
+    ),
+    agentInsert: db.prepare(
+      `INSERT INTO agents (session_pk, id, name, extra) VALUES (?, ?, ?, ?)
+       ON CONFLICT (session_pk, id) DO NOTHING`,
+    ),
+    logSeq: db.prepare<[number], { seq: number | null; size: number | null }>(
+      "SELECT max(seq) AS seq, sum(length(CAST(body AS BLOB))) AS size FROM session_logs WHERE session_pk = ?",
+    ),
+    logInsert: db.prepare("INSERT INTO session_logs (session_pk, seq, received_at, body) VALUES (?, ?, ?, ?)"),
+    logs: db.prepare<[number], { body: string }>("SELECT body FROM session_logs WHERE session_pk = ? ORDER BY seq"),
+  };
+}
+
+/** The deepest parent chain followed within one request; a longer one is cut (its agent left unknown). */
+const MAX_DEPTH = 1000;
+
+export class TraceTable {
+  readonly #q: ReturnType<typeof prepare>;
+
+  constructor(db: Db) {
+    this.#q = prepare(db);
+  }
+
+  /** T12-T17 for one request's traces, in the caller's transaction; one outcome per trace. */
+  ingest(projectId: string, writes: TraceWrite[]): TraceOutcome[] {
+    return writes.map((write) => {
+      const pk = this.#session(projectId, write);
+      if (pk === undefined) return "foreign";
+      this.#events(pk, write.events);
+      this.#agents(pk, write.agents);
+      return "stored";
+    });
+  }
+
+  /**
+   * T6: appends text to the session's logs, creating the session (running, now) if it is new;
+   * undefined when the session is another project's. Answers the logs' size in bytes.
+   */
+  appendLog(projectId: string, sessionId: string, text: string, now: { iso: string; us: number }) {
+    const pk = this.#session(projectId, {
+      session_id: sessionId,
+      init_timestamp: now.iso,
+      init_us: now.us,
+      conversation_id: null,
+      root: null,
+    });
+    if (pk === undefined) return undefined;
+    const { seq, size } = this.#q.logSeq.get(pk) ?? { seq: null, size: null };
+    this.#q.logInsert.run(pk, (seq ?? 0) + 1, now.iso, text);
+    return (size ?? 0) + Buffer.byteLength(text);
+  }
+
+  /** The session's logs, oldest first. */
+  logs(pk: number): string {
+    return this.#q.logs
+      .all(pk)
+      .map((row) => row.body)
+      .join("");
+  }
+
+  /** Finds or creates the trace's session and applies the session fields; undefined: another project's. */
+  #session(projectId: string, write: Omit<TraceWrite, "events" | "agents">): number | undefined {
+    let row = this.#q.session.get(write.session_id);
+    if (row === undefined) {
+      this.#q.create.run({
+        id: write.session_id,
+        project_id: projectId,
+        init_timestamp: write.init_timestamp,
+        init_us: write.init_us,
+        conversation_id: write.conversation_id,
+      });
+      row = this.#q.session.get(write.session_id) as SessionRow;
+    } else if (row.project_id !== projectId) {
+      return undefined;
+    } else {
+      this.#q.earlier.run({ pk: row.pk, init_timestamp: write.init_timestamp, init_us: write.init_us });
+      if (write.conversation_id !== null) {
+        this.#q.conversation.run({ pk: row.pk, conversation_id: write.conversation_id });
+      }
+    }
+    const root = write.root;
+    if (root && (row.root_rank === null || root.rank < row.root_rank)) {
+      const { fields } = root;
+      this.#q.root.run({
+        pk: row.pk,
+        rank: root.rank,
+        end_timestamp: fields.end_timestamp,
+        end_state: fields.end_state,
+        end_state_reason: fields.end_state_reason,
+        tags: fields.tags === null ? null : json(fields.tags),
+        host_env: fields.host_env === null ? null : json(fields.host_env),
+        extra: json({ ...(parse<JsonObject>(row.extra) ?? {}), ...fields.extra }),
+        conversation_id: fields.conversation_id,
+      });
+    }
+    return row.pk;
+  }
+
+  /**
+   * Stores the events not stored yet, each with the agent of its nearest agent ancestor (T14):
+   * looked for in this request first, then among the stored events; and gives that agent to the
+   * stored descendants of the new events, which arrived before them.
+   */
+  #events(pk: number, events: SpanEventRecord[]) {
+    const byId = new Map(events.map((event) => [event.id, event]));
+    const resolved = new Map<string, string | null>();
+    const agentOf = (event: SpanEventRecord, depth: number): string | null => {
+      if (event.agent_id !== null) return event.agent_id;
+      const known = resolved.get(event.id);
+      if (known !== undefined) return known;
+      let agent: string | null = null;
+      if (event.parent_id !== null && depth < MAX_DEPTH) {
+        const parent = byId.get(event.parent_id);
+        agent = parent ? agentOf(parent, depth + 1) : (this.#q.agentOf.get(pk, event.parent_id)?.agent_id ?? null);
+      }
+      resolved.set(event.id, agent);
+      return agent;
+    };
+    const inserted: { id: string; agent: string | null }[] = [];
+    for (const event of events) {
+      const agent = agentOf(event, 0);
+      const row: EventRow = agent === event.agent_id ? eventRow(event) : eventRow({ ...event, agent_id: agent });
+      if (this.#q.insert.run(pk, row).changes === 1) inserted.push({ id: event.id, agent });
+    }
+    for (const { id, agent } of inserted) {
+      if (agent !== null && this.#q.staleChild.get(pk, id, agent)) this.#q.inherit.run({ pk, id, agent });
+    }
+  }
+
+  /** Registers the agents not registered yet (a span sent again changes nothing: T17). */
+  #agents(pk: number, agents: AgentRecord[]) {
+    for (const agent of agents) {
+      const stored = this.#q.agentGet.get(pk, agent.id);
+      if (stored === undefined) this.#q.agentInsert.run(pk, agent.id, agent.name, json(agent.extra));
+    }
+  }
+}
