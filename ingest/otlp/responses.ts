@@ -1,0 +1,37 @@
+/**
+ * The binary answers of the OTLP endpoints (otlp.md T3, T4, T8, T10), encoded by generated/otlp.js.
+ * A full success is the empty message, zero bytes on the wire.
+ */
+import { google, opentelemetry } from "../../generated/otlp.js";
+
+const { ExportTraceServiceResponse } = opentelemetry.proto.collector.trace.v1;
+const { ExportLogsServiceResponse } = opentelemetry.proto.collector.logs.v1;
+const { ExportMetricsServiceResponse } = opentelemetry.proto.collector.metrics.v1;
+
+/** What was refused one by one (T8): how many, and why the first few were. */
+export interface PartialSuccess {
+  rejected: number;
+  message: string;
+}
+
+export function encodeTraceResponse(partial?: PartialSuccess): Uint8Array {
+  if (!partial) return new Uint8Array(0);
+  const partialSuccess = { rejectedSpans: partial.rejected, errorMessage: partial.message };
+  return ExportTraceServiceResponse.encode({ partialSuccess }).finish();
+}
+
+export function encodeLogsResponse(partial?: PartialSuccess): Uint8Array {
+  if (!partial) return new Uint8Array(0);
+  const partialSuccess = { rejectedLogRecords: partial.rejected, errorMessage: partial.message };
+  return ExportLogsServiceResponse.encode({ partialSuccess }).finish();
+}
+
+/** Metrics are accepted and not read (T4): the answer is always the empty response. */
+export function encodeMetricsResponse(): Uint8Array {
+  return ExportMetricsServiceResponse.encode({}).finish();
+}
+
+/** A failure's body (T10): google.rpc.Status with the HTTP status as `code`, and no details. */
+export function encodeStatus(code: number, message: string): Uint8Array {
+  return google.rpc.Status.encode({ code, message }).finish();
+}
