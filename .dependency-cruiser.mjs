@@ -98,7 +98,7 @@ export default {
     layer(
       "http-imports-only-handlers-services-domain-lib-db-core-ui",
       HTTP,
-      [HTTP, HANDLERS, SERVICES, DOMAIN, LIB, DB_CORE, UI, GENERATED],
+      [HTTP, HANDLERS, SERVICES, INGEST, DOMAIN, LIB, DB_CORE, UI, GENERATED],
       "A plugin is wired in by app.ts; it never reaches back up to app.ts, server.ts or cli/.",
     ),
     layer(

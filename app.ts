@@ -13,6 +13,7 @@ import { credentials } from "./http/auth.ts";
 import { bodies } from "./http/body.ts";
 import { clientError, errorAnswers, sendError, toApiError } from "./http/errors.ts";
 import { backpressure, timeouts } from "./http/limits.ts";
+import { otlpRoutes } from "./http/otlp.ts";
 import { normaliseQuery } from "./http/parameters.ts";
 import { routesOf, type Spec } from "./http/routes.ts";
 import { schemaOptions, validateEveryBody } from "./http/schemas.ts";
@@ -29,6 +30,8 @@ export interface AppOptions {
   publicUrl?: string | (() => string);
   /** Body limit in bytes, after decompression (L1). */
   bodyLimit?: number;
+  /** Body limit of the OTLP endpoints, before and after decompression (otlp.md T2); default 16 MiB. */
+  otlpBodyLimit?: number;
   /** Most events in one create_events call (E1). */
   maxEvents?: number;
   /** Failed API-key checks allowed per address and window (4.6). */
@@ -76,6 +79,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const credentialChecks = await credentials(app, { ...options, now, routes });
   const pressure = await backpressure(app, options.maxEventLoopDelayMs);
   app.addHook("preValidation", normaliseQuery);
+  otlpRoutes(app, options.otlpBodyLimit ?? 16 * MIB);
   bodies(app, { bodyLimit, responseMediaTypes: routes.responseMediaTypes });
   errorAnswers(app, { bodyLimit, routes, review: credentialChecks.review });
 
@@ -86,6 +90,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     prices: options.prices ?? priceTable(),
     publicUrl: () => (typeof base === "function" ? base() : base).replace(/\/+$/, ""),
     issueJwt: credentialChecks.issueJwt,
+    issueOtlpToken: credentialChecks.issueOtlpToken,
     specText,
     startedAt: now(),
     pressure,

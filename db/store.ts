@@ -21,6 +21,7 @@ import type {
   SessionRecord,
   SessionSnapshot,
   SessionWithTotals,
+  SpanRecordWrite,
   TraceOutcome,
   TraceWrite,
   UpdateEventsResult,
@@ -114,6 +115,13 @@ export interface Store {
    * takes its key's id, as updateSession does (4.3).
    */
   ingestTraces(projectId: string, writes: TraceWrite[], keyId?: string): Promise<TraceOutcome[]>;
+  /**
+   * T3: GenAI log records of spans, in one transaction: each is kept with its span's event,
+   * whether the span is stored yet or arrives later (domain/genai.ts withLogRecords decides what
+   * they change); a trace that is another project's session is refused ("foreign") per record.
+   * A record kept already changes nothing.
+   */
+  attachSpanRecords(projectId: string, records: SpanRecordWrite[], keyId?: string): Promise<TraceOutcome[]>;
   /**
    * T6: appends text to a session's logs, creating the session (running, from `now`) when there
    * is none; answers the logs' size in bytes, or undefined when the session is another project's.

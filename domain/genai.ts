@@ -14,7 +14,9 @@
  *   into objects by `unflatten`.
  * Pure functions on plain JSON values (an OTLP AnyValue is made plain in ingest/otlp/values.ts).
  */
-import type { JsonObject } from "./types.ts";
+import type { GenAiEvent, JsonObject, SpanLogRecord } from "./types.ts";
+
+export type { GenAiEvent, SpanLogRecord };
 
 export type Messages = JsonObject[];
 
@@ -62,14 +64,6 @@ export function fromGenAiMessages(value: unknown): Messages | undefined {
 /** E4's completion: one message as itself, several as the array. */
 export const completionOf = (messages: Messages): JsonObject | Messages =>
   messages.length === 1 ? (messages[0] as JsonObject) : messages;
-
-/** A GenAI event, from a span event or a log record, with plain values. */
-export interface GenAiEvent {
-  name: string;
-  attributes: JsonObject;
-  /** A log record's body (plain); span events have none. */
-  body?: unknown;
-}
 
 export interface GenAiMessages {
   prompt?: Messages;
@@ -197,4 +191,30 @@ export function unflatten(entries: Iterable<[string, unknown]>, prefix: string):
   if (!found) return undefined;
   const list = unwrap(arrays(root));
   return Array.isArray(list) ? list.filter(isObject) : undefined;
+}
+
+/**
+ * T3: a span's event with its GenAI log records (sorted by time, then digest, so the result does
+ * not depend on the order they came in, T17). They are kept under `otel.log_records`; their
+ * messages become the event's prompt and completion when its own attributes and span events gave
+ * none (the event then says `otel.messages_from_logs`, so that records arriving later refresh them).
+ */
+export function withLogRecords<E extends { fields: JsonObject; extra: JsonObject }>(
+  event: E,
+  records: readonly SpanLogRecord[],
+): E {
+  if (records.length === 0) return event;
+  const sorted = [...records].sort((a, b) => a.time_us - b.time_us || (a.digest < b.digest ? -1 : 1));
+  const otel = isObject(event.extra.otel) ? event.extra.otel : {};
+  const fromLogs =
+    otel.messages_from_logs === true || (event.fields.prompt === undefined && event.fields.completion === undefined);
+  const nextOtel: JsonObject = { ...otel, log_records: sorted.map((record) => record.event) };
+  const fields = { ...event.fields };
+  if (fromLogs) {
+    const messages = messagesFromGenAiEvents(sorted.map((record) => record.event));
+    if (messages.prompt) fields.prompt = messages.prompt;
+    if (messages.completion) fields.completion = completionOf(messages.completion);
+    nextOtel.messages_from_logs = true;
+  }
+  return { ...event, fields, extra: { ...event.extra, otel: nextOtel } };
 }

@@ -120,6 +120,34 @@ export interface RootCandidate {
   };
 }
 
+/** A GenAI event, from a span event or a log record, with plain values. */
+export interface GenAiEvent {
+  name: string;
+  attributes: JsonObject;
+  /** A log record's body (plain); span events have none. */
+  body?: unknown;
+}
+
+/** A GenAI log record of a span (otlp.md T3), as the store keeps it until and after its span arrives. */
+export interface SpanLogRecord {
+  /** The record's time in microseconds (its timestamp, else when it was observed). */
+  time_us: number;
+  /** A digest of the record: the same record sent twice is kept once. */
+  digest: string;
+  event: GenAiEvent;
+}
+
+/** A GenAI log record of a span (otlp.md T3), on its way to the store. */
+export interface SpanRecordWrite {
+  /** The trace id as a UUID. */
+  session_id: string;
+  span_id: string;
+  /** When the record happened: a session made by it starts then. */
+  init_timestamp: string;
+  init_us: number;
+  record: SpanLogRecord;
+}
+
 /** How a TraceWrite went: stored (or already stored), or refused: the trace is another project's session. */
 export type TraceOutcome = "stored" | "foreign";
 
@@ -218,4 +246,10 @@ export interface Claims {
   key_id: string;
   iat: number;
   exp: number;
+}
+
+/** What a credential of the OTLP and v4 endpoints says (otlp.md T7): whose project, through which API key. */
+export interface OtlpClaims {
+  project_id: string;
+  key_id: string;
 }

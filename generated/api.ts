@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 40b2ec63f35cdf0c06586813a5d13500e974e4bd894b1021e358a423f3f22d86. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 340b639801f974a2bcf0bfedec4ee992a5773fdf1b8596e2d84fb2608818070d. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -266,7 +266,8 @@ export interface paths {
          *     - `end_state`: `Success`, `Fail` or `Indeterminate`, with the aliases of S5 (`failed`, `ok`, ...);
          *     - `from`, `to`: G6 timestamps bounding `init_timestamp`, `from` included, `to` excluded;
          *     - `agent_id`: the session has an agent with that id (create_agent) or an event with that `agent_id`;
-         *     - `q`: a case-insensitive substring of `end_state_reason` (an empty `q` filters nothing).
+         *     - `q`: a case-insensitive substring of `end_state_reason` (an empty `q` filters nothing);
+         *     - `conversation_id`: the conversation an OTLP trace named (T13).
          *
          *     **Pages.** At most `limit` rows (1 to 200, default 50). When there are more, `next_cursor`
          *     is an opaque string: pass it back as `cursor`, with the same filters, for the next page;
@@ -385,8 +386,191 @@ export interface paths {
          * @description **Read API.** The session, its stats, its agents and all its events in order, as
          *     `getSession` and `listSessionEvents` give them, in one document, read in one consistent
          *     snapshot.
+         *
+         *     With `format=otlp` the answer is instead OTLP/JSON, an `ExportTraceServiceRequest` of the
+         *     session's spans (T15): every span an OTLP client sent, with its attributes, events, links,
+         *     status, scope and resource as they were kept, ready to be sent again to any OTLP receiver.
+         *     A session of v2 events only gives an empty `resourceSpans`.
          */
         get: operations["exportSession"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/traces": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * OTLP/HTTP traces in (T1, T8-T17)
+         * @description An `ExportTraceServiceRequest`, as protobuf or OTLP/JSON. Each trace becomes a session of
+         *     the credential's project (T12), each span an event (T14). Spans are refused one by one
+         *     (T9) and the rest stored in one transaction: a 200 means every span not rejected is
+         *     committed. The answer is in the request's media type.
+         */
+        post: operations["exportTraces"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/traces/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The same as POST /v1/traces (T1)
+         * @description Some exporters are configured with a trailing slash; this is `exportTraces`.
+         */
+        post: operations["exportTracesSlash"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * OTLP/HTTP logs in (T3)
+         * @description An `ExportLogsServiceRequest`. Records that are GenAI events (`event_name`, or the
+         *     attribute `event.name`, starting with `gen_ai.`) and name a trace and a span are kept with
+         *     that span's event, before or after the span arrives: their messages fill the event's
+         *     `prompt` and `completion` when its attributes had none. Other records are accepted and not
+         *     stored. A record whose trace is another project's session is rejected (`rejected_log_records`).
+         */
+        post: operations["exportLogs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * OTLP/HTTP metrics, accepted and not stored (T4)
+         * @description Accepted, so that exporters do not fill their logs with errors, and not stored: the answer
+         *     is an empty `ExportMetricsServiceResponse` in the request's media type. The body is not decoded.
+         */
+        post: operations["exportMetrics"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v3/auth/token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A token for the OTLP and v4 endpoints (T5)
+         * @description What AgentOps SDK 0.4 asks first. The token is an HS256 JWT with the claims `project_id`,
+         *     `key_id`, `iat` and `exp = iat + 30 days`, and no `session_id`: it is valid on the OTLP and
+         *     v4 endpoints only (a 401 on the v2 session operations). The SDK never refreshes it.
+         *     Revoking the key ends its tokens at once (4.3). A key that is not a UUID is a 400; an
+         *     unknown or revoked key is the 401 of 4.1 and counts for 4.6.
+         */
+        post: operations["createOtlpToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v4/logs/upload/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Text appended to a trace's session logs (T6)
+         * @description What AgentOps SDK 0.4 sends at the end of a trace: the program's captured output. The
+         *     `Trace-Id` header (any case, as every header) names the trace, as a decimal integer (AgentOps) or 32 hex digits; its
+         *     session is created if it does not exist yet (spans may follow). The text is appended to
+         *     that session's logs; `url` is where they are read (`getSessionLogs`), `size` their size in
+         *     bytes. Credentials as T7; errors as G2.
+         */
+        post: operations["uploadLogs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/sessions/{session_id}/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The text uploaded to a session's logs (T6)
+         * @description **Read API.** Everything `POST /v4/logs/upload/` appended to the session, oldest first, as
+         *     one text (empty when nothing was uploaded).
+         */
+        get: operations["getSessionLogs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The link AgentOps SDK 0.4 prints, redirected to the session's page (T12)
+         * @description `?trace_id=<32 hex digits>` answers `302` to `/sessions/<the trace id as a UUID>`, the page
+         *     of the trace's session. Without a trace id it redirects to the sessions list, `/`.
+         */
+        get: operations["getUiTraceRedirect"];
         put?: never;
         post?: never;
         delete?: never;
@@ -651,6 +835,8 @@ export interface components {
             host_env: {
                 [key: string]: unknown;
             } | null;
+            /** @description Present on sessions made from OTLP traces whose spans named a conversation (T13). */
+            conversation_id?: string;
         } & {
             [key: string]: unknown;
         };
@@ -898,6 +1084,16 @@ export interface components {
             /** Format: date-time */
             end_timestamp: string | null;
             agent_id: string | null;
+            /** @description On events made from OTLP spans, the parent span's id (T14); absent on roots and v2 events. */
+            parent_id?: string;
+            /**
+             * @description On events made from OTLP spans, everything the span carried (T15): `name`, `kind`,
+             *     `attributes` (OTLP/JSON key-value list), `status`, `events`, `links`, `scope`,
+             *     `resource` and the rest, as received.
+             */
+            otel?: {
+                [key: string]: unknown;
+            };
             /** @description USD. On llm events, the client's (`cost_source` `client`) or the price table's (`table`). */
             cost?: number;
             /**
@@ -931,6 +1127,69 @@ export interface components {
             agents: components["schemas"]["Agent"][];
             /** @description Every event of the session, ordered by `init_timestamp`, then `id`. */
             events: components["schemas"]["StoredEvent"][];
+        };
+        /**
+         * @description An OTLP/JSON export request (T11): `resourceSpans` (traces) or `resourceLogs` (logs), as the
+         *     OpenTelemetry protocol defines it. The OTLP decoder checks its shape; a shape it cannot read
+         *     is a 400 (T10) and unknown fields are ignored.
+         */
+        OtlpJsonRequest: {
+            [key: string]: unknown;
+        };
+        ExportTraceServiceResponse: {
+            partialSuccess?: {
+                /** @description How many spans were refused (a 64-bit integer, written as a string as OTLP/JSON does). */
+                rejectedSpans: string;
+                /** @description Why the first few were refused. */
+                errorMessage: string;
+            };
+        };
+        ExportLogsServiceResponse: {
+            partialSuccess?: {
+                rejectedLogRecords: string;
+                errorMessage: string;
+            };
+        };
+        /** @description A `google.rpc.Status`, the body of every OTLP failure (T10). */
+        RpcStatus: {
+            /** @description The gRPC code: 3 INVALID_ARGUMENT (400, 415), 5 NOT_FOUND (404), 8 RESOURCE_EXHAUSTED (413, 429), 13 INTERNAL (500), 14 UNAVAILABLE (503), 16 UNAUTHENTICATED (401). */
+            code: number;
+            message: string;
+        };
+        CreateOtlpTokenRequest: {
+            /**
+             * Format: uuid
+             * @description An API key, a UUID.
+             */
+            api_key: string;
+        } & {
+            [key: string]: unknown;
+        };
+        CreateOtlpTokenResponse: {
+            /** @constant */
+            status: "success";
+            /** @description The T5 token, valid 30 days. */
+            token: string;
+            project_id: string;
+            /**
+             * @description Always `pro`; AgentOps SDK 0.4 reads it.
+             * @constant
+             */
+            project_prem_status: "pro";
+        };
+        UploadLogsRequest: {
+            /** @description The text to append. */
+            body: string;
+        } & {
+            [key: string]: unknown;
+        };
+        UploadLogsResponse: {
+            /** @constant */
+            status: "success";
+            /** @description Where the session's logs are read (`GET /v2/sessions/{session_id}/logs`). */
+            url: string;
+            /** @description The size of the session's logs in bytes, this text included. */
+            size: number;
         };
         DeleteSessionResponse: {
             /** @constant */
@@ -1131,6 +1390,133 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /**
+         * @description Every span stored (an empty response: zero bytes of protobuf, `{}` in JSON), or some
+         *     refused one by one (T9) and the rest stored: `partialSuccess` says how many and why.
+         */
+        OtlpTracesAccepted: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/x-protobuf": string;
+                "application/json": components["schemas"]["ExportTraceServiceResponse"];
+            };
+        };
+        /** @description The body cannot be decoded as the message its media type says (T10), or is not a JSON object. Nothing was stored. Do not retry. */
+        OtlpBadRequest: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": 3,
+                 *       "message": "The request body is not a valid ExportTraceServiceRequest: index out of range: 12 + 10 > 12"
+                 *     }
+                 */
+                "application/json": components["schemas"]["RpcStatus"];
+                "application/x-protobuf": string;
+            };
+        };
+        /** @description No credential, or a bad one (T7, 4.1). Counts for 4.6. */
+        OtlpUnauthenticated: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": 16,
+                 *       "message": "Please check your API key and try again"
+                 *     }
+                 */
+                "application/json": components["schemas"]["RpcStatus"];
+                "application/x-protobuf": string;
+            };
+        };
+        /** @description The body is over the OTLP body limit, before or after decompression (T2). Nothing was stored. */
+        OtlpPayloadTooLarge: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": 8,
+                 *       "message": "The request body is larger than 16777216 bytes (after decompression); send fewer spans per request"
+                 *     }
+                 */
+                "application/json": components["schemas"]["RpcStatus"];
+                "application/x-protobuf": string;
+            };
+        };
+        /** @description Neither `application/x-protobuf` nor `application/json`, or a `Content-Encoding` other than gzip, deflate or identity (T1, T2). The answer is JSON. */
+        OtlpUnsupportedMediaType: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": 3,
+                 *       "message": "Send the body as application/x-protobuf or application/json"
+                 *     }
+                 */
+                "application/json": components["schemas"]["RpcStatus"];
+                "application/x-protobuf": string;
+            };
+        };
+        /** @description Too many failed credential checks from this address (4.6) or the key is over its rate (O3). Retry after `Retry-After` seconds. */
+        OtlpTooManyRequests: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": 8,
+                 *       "message": "Too many failed API key checks from this address; retry after 42 seconds"
+                 *     }
+                 */
+                "application/json": components["schemas"]["RpcStatus"];
+                "application/x-protobuf": string;
+            };
+        };
+        /** @description An unexpected error; nothing more is said. */
+        OtlpInternalError: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": 13,
+                 *       "message": "Something went wrong on the server; the request can be retried"
+                 *     }
+                 */
+                "application/json": components["schemas"]["RpcStatus"];
+                "application/x-protobuf": string;
+            };
+        };
+        /** @description Shutting down, overloaded (O2) or storage unavailable (O4); nothing was stored. Retry after `Retry-After` seconds. */
+        OtlpUnavailable: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": 14,
+                 *       "message": "Storage is unavailable (the disk is full); nothing was stored. Retry after 5 seconds"
+                 *     }
+                 */
+                "application/json": components["schemas"]["RpcStatus"];
+                "application/x-protobuf": string;
+            };
+        };
         /** @description No session with this id in the API key's project (another project's session looks exactly the same), or it was deleted. */
         SessionNotFound: {
             headers: {
@@ -1161,6 +1547,13 @@ export interface components {
         Cursor: string;
     };
     requestBodies: {
+        /** @description An `ExportTraceServiceRequest`, binary protobuf or OTLP/JSON (T1, T11), plain, gzip or deflate (T2). */
+        OtlpTraces: {
+            content: {
+                "application/x-protobuf": string;
+                "application/json": components["schemas"]["OtlpJsonRequest"];
+            };
+        };
         CreateEvents: {
             content: {
                 "application/json": components["schemas"]["CreateEventsRequest"];
@@ -1518,6 +1911,8 @@ export interface operations {
                  * @example timeout
                  */
                 q?: string;
+                /** @description Sessions of this conversation (an OTLP trace's `gen_ai.conversation.id`, `session.id`, ..., T13). */
+                conversation_id?: string;
                 /**
                  * @description The most sessions in the page, 1 to 200; 50 when absent.
                  * @example 50
@@ -1851,7 +2246,10 @@ export interface operations {
     };
     exportSession: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description `json` (the default): the agentmon document; `otlp`: OTLP/JSON spans. */
+                format?: "json" | "otlp";
+            };
             header?: never;
             path: {
                 /**
@@ -1912,13 +2310,243 @@ export interface operations {
                      *       ]
                      *     }
                      */
-                    "application/json": components["schemas"]["ExportSessionResponse"];
+                    "application/json": components["schemas"]["ExportSessionResponse"] | components["schemas"]["OtlpJsonRequest"];
                 };
             };
             400: components["responses"]["InvalidQuery"];
             401: components["responses"]["InvalidApiKey"];
             404: components["responses"]["SessionNotFound"];
             429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    exportTraces: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: components["requestBodies"]["OtlpTraces"];
+        responses: {
+            200: components["responses"]["OtlpTracesAccepted"];
+            400: components["responses"]["OtlpBadRequest"];
+            401: components["responses"]["OtlpUnauthenticated"];
+            413: components["responses"]["OtlpPayloadTooLarge"];
+            415: components["responses"]["OtlpUnsupportedMediaType"];
+            429: components["responses"]["OtlpTooManyRequests"];
+            500: components["responses"]["OtlpInternalError"];
+            503: components["responses"]["OtlpUnavailable"];
+        };
+    };
+    exportTracesSlash: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: components["requestBodies"]["OtlpTraces"];
+        responses: {
+            200: components["responses"]["OtlpTracesAccepted"];
+            400: components["responses"]["OtlpBadRequest"];
+            401: components["responses"]["OtlpUnauthenticated"];
+            413: components["responses"]["OtlpPayloadTooLarge"];
+            415: components["responses"]["OtlpUnsupportedMediaType"];
+            429: components["responses"]["OtlpTooManyRequests"];
+            500: components["responses"]["OtlpInternalError"];
+            503: components["responses"]["OtlpUnavailable"];
+        };
+    };
+    exportLogs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description An `ExportLogsServiceRequest`, binary protobuf or OTLP/JSON. */
+        requestBody: {
+            content: {
+                "application/x-protobuf": string;
+                "application/json": components["schemas"]["OtlpJsonRequest"];
+            };
+        };
+        responses: {
+            /** @description Every record kept or set aside; the JSON answer may carry `partialSuccess`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-protobuf": string;
+                    "application/json": components["schemas"]["ExportLogsServiceResponse"];
+                };
+            };
+            400: components["responses"]["OtlpBadRequest"];
+            401: components["responses"]["OtlpUnauthenticated"];
+            413: components["responses"]["OtlpPayloadTooLarge"];
+            415: components["responses"]["OtlpUnsupportedMediaType"];
+            429: components["responses"]["OtlpTooManyRequests"];
+            500: components["responses"]["OtlpInternalError"];
+            503: components["responses"]["OtlpUnavailable"];
+        };
+    };
+    exportMetrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description An `ExportMetricsServiceRequest`, binary protobuf or OTLP/JSON. */
+        requestBody: {
+            content: {
+                "application/x-protobuf": string;
+                "application/json": components["schemas"]["OtlpJsonRequest"];
+            };
+        };
+        responses: {
+            /** @description Accepted; nothing is stored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-protobuf": string;
+                    "application/json": Record<string, unknown>;
+                };
+            };
+            400: components["responses"]["OtlpBadRequest"];
+            401: components["responses"]["OtlpUnauthenticated"];
+            413: components["responses"]["OtlpPayloadTooLarge"];
+            415: components["responses"]["OtlpUnsupportedMediaType"];
+            429: components["responses"]["OtlpTooManyRequests"];
+            500: components["responses"]["OtlpInternalError"];
+            503: components["responses"]["OtlpUnavailable"];
+        };
+    };
+    createOtlpToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateOtlpTokenRequest"];
+            };
+        };
+        responses: {
+            /** @description The token and the key's project. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateOtlpTokenResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["InvalidApiKey"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    uploadLogs: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The trace id, as a decimal integer below 2^128 or 32 hex digits; not zero. */
+                "trace-id": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UploadLogsRequest"];
+            };
+        };
+        responses: {
+            /** @description The text was appended. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UploadLogsResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["InvalidApiKey"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getSessionLogs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The session's id, percent-encoded in the path (`run%2F42` for `run/42`).
+                 * @example 79f6fc6b-8463-4bc7-8a68-c3f84a2c9423
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The logs. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            400: components["responses"]["InvalidQuery"];
+            401: components["responses"]["InvalidApiKey"];
+            404: components["responses"]["SessionNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getUiTraceRedirect: {
+        parameters: {
+            query?: {
+                /** @description The trace id, 32 hex digits in any case. */
+                trace_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Go to the session's page. */
+            302: {
+                headers: {
+                    /** @description `/sessions/<uuid>`, or `/`. */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["InvalidQuery"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };

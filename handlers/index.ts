@@ -1,24 +1,32 @@
 import { createAgent } from "./createAgent.ts";
 import { createEvents } from "./createEvents.ts";
 import { createEventsUnversioned } from "./createEventsUnversioned.ts";
+import { createOtlpToken } from "./createOtlpToken.ts";
 import { createSession } from "./createSession.ts";
 import { createSessionUnversioned } from "./createSessionUnversioned.ts";
 import { deleteSession } from "./deleteSession.ts";
+import { exportLogs } from "./exportLogs.ts";
+import { exportMetrics } from "./exportMetrics.ts";
 import { exportSession } from "./exportSession.ts";
+import { exportTraces } from "./exportTraces.ts";
+import { exportTracesSlash } from "./exportTracesSlash.ts";
 import { getHealth } from "./getHealth.ts";
 import { getOpenapiSpec } from "./getOpenapiSpec.ts";
 import { getReadiness } from "./getReadiness.ts";
 import { getSession } from "./getSession.ts";
+import { getSessionLogs } from "./getSessionLogs.ts";
 import { getSessionStats } from "./getSessionStats.ts";
 import { getUiAsset } from "./getUiAsset.ts";
 import { getUiHome } from "./getUiHome.ts";
 import { getUiSession } from "./getUiSession.ts";
+import { getUiTraceRedirect } from "./getUiTraceRedirect.ts";
 import { listSessionEvents } from "./listSessionEvents.ts";
 import { listSessions } from "./listSessions.ts";
 import { reauthorizeJwt } from "./reauthorizeJwt.ts";
 import type { Deps, Handlers } from "./types.ts";
 import { updateEvents } from "./updateEvents.ts";
 import { updateSession } from "./updateSession.ts";
+import { uploadLogs } from "./uploadLogs.ts";
 
 /** One handler per operationId of openapi.yaml; `satisfies` makes a missing one a type error. */
 export const createHandlers = (deps: Deps) =>
@@ -43,4 +51,12 @@ export const createHandlers = (deps: Deps) =>
     getUiHome: getUiHome(deps),
     getUiSession: getUiSession(deps),
     getUiAsset: getUiAsset(deps),
+    createOtlpToken: createOtlpToken(deps),
+    exportLogs: exportLogs(deps),
+    exportMetrics: exportMetrics(deps),
+    exportTraces: exportTraces(deps),
+    exportTracesSlash: exportTracesSlash(deps),
+    getSessionLogs: getSessionLogs(deps),
+    getUiTraceRedirect: getUiTraceRedirect(deps),
+    uploadLogs: uploadLogs(deps),
   }) satisfies Handlers;

@@ -11,7 +11,7 @@ import type {
   RouteHandlerMethod,
 } from "fastify";
 import { internalError } from "../domain/errors.ts";
-import type { ApiKeyRecord, Claims } from "../domain/types.ts";
+import type { ApiKeyRecord, Claims, OtlpClaims } from "../domain/types.ts";
 import type { operations } from "../generated/api.ts";
 import type { Context } from "../services/context.ts";
 
@@ -20,7 +20,9 @@ type Content<C> = C extends { content: { "application/json": infer B } }
   ? B
   : C extends { content: { "application/yaml": infer Y } }
     ? Y
-    : never;
+    : C extends { content: { "text/plain": infer T } }
+      ? T
+      : never;
 
 export type OperationId = keyof operations;
 
@@ -64,12 +66,19 @@ declare module "fastify" {
     apiKey?: ApiKeyRecord;
     /** Set by the JWT check of operations secured by a bearer token (http/auth.ts). */
     claims?: Claims;
+    /** Set by the credential check of the OTLP and v4 endpoints (http/auth.ts, otlp.md T7). */
+    otlp?: OtlpClaims;
   }
 }
 
 export function apiKeyOf(req: FastifyRequest): ApiKeyRecord {
   if (!req.apiKey) throw internalError(); // only reachable if the spec lost its security entry
   return req.apiKey;
+}
+
+export function otlpClaimsOf(req: FastifyRequest): OtlpClaims {
+  if (!req.otlp) throw internalError();
+  return req.otlp;
 }
 
 export function claimsOf(req: FastifyRequest): Claims {

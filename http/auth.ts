@@ -10,8 +10,8 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Store } from "../db/store.ts";
 import { type ApiError, invalidApiKey, invalidJwt, tooManyRequests } from "../domain/errors.ts";
 import { hashApiKey, isApiKeyShape, isLive } from "../domain/keys.ts";
-import type { ApiKeyRecord, Claims } from "../domain/types.ts";
-import { jwtOptions, jwtVerifier, signJwt } from "./jwt.ts";
+import type { ApiKeyRecord, Claims, OtlpClaims } from "../domain/types.ts";
+import { jwtOptions, jwtVerifier, otlpVerifier, signJwt, signOtlpToken } from "./jwt.ts";
 import { FailureLimiter, RateLimiter } from "./ratelimit.ts";
 import type { Routes } from "./routes.ts";
 
@@ -72,25 +72,90 @@ export async function credentials(app: FastifyInstance, options: CredentialOptio
     throttle(claims.key_id);
   }
 
+  const verifyOtlpToken = otlpVerifier(app.jwt);
+  /**
+   * otlp.md T7: the OTLP and v4 endpoints take a T5 token or a v2 JWT, an API key as a bearer
+   * token, as Basic credentials (the password, else the user) or in the API-key headers, first
+   * found first. A failed check counts for 4.6, as a bad API key does. A token's key is checked
+   * inside the write, as for a JWT (4.3); an API key is checked here.
+   */
+  async function checkOtlp(req: FastifyRequest) {
+    const wait = limiter.retryAfter(req.ip, now());
+    if (wait > 0) throw tooManyRequests(wait);
+    const claims = await otlpCredential(req);
+    if (!claims) {
+      limiter.fail(req.ip, now());
+      throw invalidApiKey();
+    }
+    throttle(claims.key_id);
+    req.otlp = claims;
+  }
+
+  async function otlpCredential(req: FastifyRequest): Promise<OtlpClaims | undefined> {
+    const [scheme = "", value = ""] = (req.headers.authorization ?? "").trim().split(/ +/, 2);
+    let given: string | undefined;
+    if (/^bearer$/i.test(scheme)) {
+      if (!isApiKeyShape(value)) return verifyOtlpToken(value, Math.floor(now() / 1000));
+      given = value;
+    } else if (/^basic$/i.test(scheme)) {
+      const text = Buffer.from(value, "base64").toString("utf8");
+      const colon = text.indexOf(":");
+      given = colon < 0 ? text : text.slice(colon + 1) || text.slice(0, colon);
+    } else {
+      const header = req.headers["x-agentmon-api-key"] ?? req.headers["x-agentops-api-key"];
+      given = typeof header === "string" ? header : undefined;
+    }
+    given = given?.trim() ?? "";
+    const key = isApiKeyShape(given) ? await store.apiKeyByHash(hashApiKey(given)) : undefined;
+    return isLive(key) ? { project_id: key.project_id, key_id: key.id } : undefined;
+  }
+
+  /**
+   * otlp.md T5: the token call carries its API key in the body (`api_key`), so it is checked once
+   * the body is read and validated, with the same 401 and 4.6 count as a bad key header.
+   */
+  async function checkBodyApiKey(req: FastifyRequest) {
+    const wait = limiter.retryAfter(req.ip, now());
+    if (wait > 0) throw tooManyRequests(wait);
+    const given = String((req.body as { api_key?: unknown }).api_key ?? "").trim();
+    const key = isApiKeyShape(given) ? await store.apiKeyByHash(hashApiKey(given)) : undefined;
+    if (!isLive(key)) {
+      limiter.fail(req.ip, now());
+      throw invalidApiKey();
+    }
+    throttle(key.id);
+    req.apiKey = key;
+  }
+
   app.addHook("onRoute", (route) => {
+    if ((route.config as Record<string, unknown> | undefined)?.credential === "body-api-key") {
+      route.preHandler = [...[route.preHandler ?? []].flat(), checkBodyApiKey];
+    }
     const kind = options.routes.security(route.method as string, route.url);
     if (kind === "apiKey") route.onRequest = checkApiKey;
     if (kind === "jwt") route.onRequest = checkJwt;
+    if (kind === "otlp") route.onRequest = checkOtlp;
   });
 
   return {
     /** A JWT of these claims, issued now (4.4). */
     issueJwt: (claims: Omit<Claims, "iat" | "exp">) => signJwt(app.jwt, { ...claims, iat: Math.floor(now() / 1000) }),
+    /** A T5 token for the OTLP and v4 endpoints, issued now. */
+    issueOtlpToken: (claims: OtlpClaims) => signOtlpToken(app.jwt, { ...claims, iat: Math.floor(now() / 1000) }),
     /** An error answer to a JWT request whose key is no longer live is that key's 401 (G3). */
     async review(req: FastifyRequest, error: ApiError): Promise<ApiError> {
-      if (!req.claims || error.statusCode === 401 || error.statusCode >= 500) return error;
+      // A token of the OTLP endpoints whose key was revoked (KeyRevoked) is a bad credential there (T7).
+      if (!req.claims && req.otlp && error.statusCode === 401) return invalidApiKey();
+      const claims = req.claims ?? req.otlp;
+      if (!claims || error.statusCode === 401 || error.statusCode >= 500) return error;
       let key: ApiKeyRecord | undefined;
       try {
-        key = await store.apiKeyById(req.claims.key_id);
+        key = await store.apiKeyById(claims.key_id);
       } catch {
         return error; // the key cannot be read: the storage fault is answered instead
       }
-      return isLive(key, req.claims.project_id) ? error : invalidJwt();
+      if (isLive(key, claims.project_id)) return error;
+      return req.claims ? invalidJwt() : invalidApiKey();
     },
   };
 }

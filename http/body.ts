@@ -8,7 +8,9 @@ import { pipeline, type Readable, Transform } from "node:stream";
 import { createGunzip, createInflate } from "node:zlib";
 import type { FastifyInstance } from "fastify";
 import { payloadTooLarge, unsupportedMediaType } from "../domain/errors.ts";
+import { quoteBigIntegers } from "../ingest/otlp/decode.ts";
 import { parseJsonBody } from "./json.ts";
+import { otlpRoute } from "./otlp.ts";
 
 export function decodeBody(
   encoding: string | undefined,
@@ -54,20 +56,30 @@ export function decodeBody(
 export function bodies(app: FastifyInstance, options: { bodyLimit: number; responseMediaTypes: Set<string> }) {
   const { bodyLimit } = options;
   app.addHook("preParsing", async (req, _reply, payload) => {
+    // An OTLP route has a limit of its own (http/otlp.ts); the others, the app's.
+    const limit = req.routeOptions.bodyLimit ?? bodyLimit;
     // G3: 413 outranks 415, so a declared oversize body is refused before its type is looked at.
-    if (Number(req.headers["content-length"]) > bodyLimit) throw payloadTooLarge(bodyLimit);
-    return decodeBody(req.headers["content-encoding"], payload, bodyLimit);
+    if (Number(req.headers["content-length"]) > limit) throw payloadTooLarge(limit);
+    return decodeBody(req.headers["content-encoding"], payload, limit);
   });
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (req, body, done) => {
     try {
-      done(null, parseJsonBody(body as string));
+      // OTLP/JSON may write 64-bit integers as bare numbers: they are quoted first, so that
+      // JSON.parse does not round them (otlp.md T11).
+      const text = otlpRoute(req) === undefined ? (body as string) : quoteBigIntegers(body as string);
+      done(null, parseJsonBody(text));
     } catch (error) {
       done(error as Error, undefined);
     }
   });
+  // Protobuf is read, as bytes, only by the OTLP routes; anywhere else it is a 415.
+  app.addContentTypeParser("application/x-protobuf", { parseAs: "buffer" }, (req, body, done) => {
+    if (otlpRoute(req) === undefined) done(unsupportedMediaType(), undefined);
+    else done(null, body);
+  });
   for (const type of options.responseMediaTypes) {
-    if (type === "application/json") continue;
+    if (type === "application/json" || type === "application/x-protobuf") continue;
     app.addContentTypeParser(type, (_req, _payload, done) => {
       done(unsupportedMediaType(), undefined);
     });

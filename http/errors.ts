@@ -16,6 +16,7 @@ import {
   serviceUnavailable,
   unsupportedMediaType,
 } from "../domain/errors.ts";
+import { otlpRoute, sendOtlpError } from "./otlp.ts";
 import type { Routes } from "./routes.ts";
 import { type AjvError, detailsFromAjv } from "./validation.ts";
 
@@ -39,6 +40,7 @@ function invalid(errors: AjvError[], context: string | undefined): ApiError {
   const details = detailsFromAjv(errors);
   if (context === "querystring") return invalidParameters(details.map((d) => ({ ...d, path: under("query", d.path) })));
   if (context === "params") return invalidParameters(details.map((d) => ({ ...d, path: under("path", d.path) })));
+  if (context === "headers") return invalidParameters(details.map((d) => ({ ...d, path: under("header", d.path) })));
   return invalidRequest(details);
 }
 
@@ -128,7 +130,8 @@ export function errorAnswers(app: FastifyInstance, { bodyLimit, routes, review }
     let error = toApiError(err, bodyLimit);
     if (review) error = await review(req, error);
     if (error.statusCode === 500 || error.statusCode === 503) req.log.error({ err }, "request failed");
-    sendError(reply, error);
+    if (otlpRoute(req) === undefined) sendError(reply, error);
+    else sendOtlpError(req, reply, error);
   });
   app.setNotFoundHandler((req, reply) => {
     const path = req.url.split("?")[0] ?? "";

@@ -5,7 +5,7 @@
  * spelling check, before) its verify; decision 010 says why each part is where it is.
  */
 import type { FastifyJWTOptions, JWT } from "@fastify/jwt";
-import type { Claims } from "../domain/types.ts";
+import type { Claims, OtlpClaims } from "../domain/types.ts";
 
 export const JWT_LIFETIME_SECONDS = 24 * 60 * 60;
 /** 4.4: how far ahead of our clock a token's iat may be (clock skew between the nodes). */
@@ -45,6 +45,40 @@ export function signJwt(jwt: JWT, claims: Omit<Claims, "exp">): string {
  * 4.4 claims; undefined for anything else (every refusal is the same 401, 4.1).
  */
 export function jwtVerifier(jwt: JWT): (token: string, nowSeconds: number) => Claims | undefined {
+  const payloadOf = verifiedPayloads(jwt);
+  return (token, nowSeconds) => acceptedClaims(payloadOf(token), nowSeconds);
+}
+
+/** otlp.md T5: a token for the OTLP and v4 endpoints lives 30 days; AgentOps 0.4 never refreshes it. */
+export const OTLP_TOKEN_LIFETIME_SECONDS = 30 * 24 * 60 * 60;
+
+/** A T5 token: the claims project_id, key_id, iat and exp = iat + 30 days, and no session_id. */
+export function signOtlpToken(jwt: JWT, claims: OtlpClaims & { iat: number }): string {
+  const { project_id, key_id, iat } = claims;
+  return jwt.sign({ project_id, key_id, iat }, { expiresIn: OTLP_TOKEN_LIFETIME_SECONDS });
+}
+
+/**
+ * The check of a bearer token on the OTLP and v4 endpoints (T7): a T5 token, or a v2 session
+ * JWT (4.4), whose project counts; undefined for anything else.
+ */
+export function otlpVerifier(jwt: JWT): (token: string, nowSeconds: number) => OtlpClaims | undefined {
+  const payloadOf = verifiedPayloads(jwt);
+  return (token, nowSeconds) => {
+    const payload = payloadOf(token);
+    if (payload === undefined) return undefined;
+    const claims = payload as Partial<Record<keyof Claims, unknown>>;
+    if (claims.session_id !== undefined) return acceptedClaims(payload, nowSeconds);
+    return typeof claims.project_id === "string" &&
+      typeof claims.key_id === "string" &&
+      timely(claims, OTLP_TOKEN_LIFETIME_SECONDS, nowSeconds)
+      ? { project_id: claims.project_id, key_id: claims.key_id }
+      : undefined;
+  };
+}
+
+/** A token's verified payload, by its exact text; undefined when it does not verify. */
+function verifiedPayloads(jwt: JWT): (token: string) => unknown {
   /**
    * Payloads fast-jwt verified, by the token's exact text: a client sends the same token with
    * every call, and B2 (one small call after another) measured fast-jwt's own cache 5 % slower,
@@ -52,7 +86,7 @@ export function jwtVerifier(jwt: JWT): (token: string, nowSeconds: number) => Cl
    * tokens can share an entry; the claims, expiry included, are still checked at every use.
    */
   const verified = new Map<string, unknown>();
-  return (token, nowSeconds) => {
+  return (token) => {
     let payload = verified.get(token);
     if (payload === undefined) {
       if (!canonicalSignature(token)) return undefined;
@@ -64,7 +98,7 @@ export function jwtVerifier(jwt: JWT): (token: string, nowSeconds: number) => Cl
       if (verified.size >= VERIFIED_TOKENS) verified.clear();
       verified.set(token, payload);
     }
-    return acceptedClaims(payload, nowSeconds);
+    return payload;
   };
 }
 
@@ -92,13 +126,20 @@ function acceptedClaims(payload: unknown, nowSeconds: number): Claims | undefine
     typeof claims.session_id !== "string" ||
     typeof claims.project_id !== "string" ||
     typeof claims.key_id !== "string" ||
-    typeof claims.iat !== "number" ||
-    typeof claims.exp !== "number" ||
-    claims.exp - claims.iat > JWT_LIFETIME_SECONDS ||
-    claims.exp <= nowSeconds ||
-    claims.iat > nowSeconds + CLOCK_SKEW_SECONDS
+    !timely(claims, JWT_LIFETIME_SECONDS, nowSeconds)
   ) {
     return undefined;
   }
   return claims as Claims;
+}
+
+/** iat and exp are numbers, exp - iat is at most `lifetime`, exp is ahead and iat not too far ahead. */
+function timely(claims: { iat?: unknown; exp?: unknown }, lifetime: number, nowSeconds: number): boolean {
+  return (
+    typeof claims.iat === "number" &&
+    typeof claims.exp === "number" &&
+    claims.exp - claims.iat <= lifetime &&
+    claims.exp > nowSeconds &&
+    claims.iat <= nowSeconds + CLOCK_SKEW_SECONDS
+  );
 }

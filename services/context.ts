@@ -1,6 +1,7 @@
 /** What services work with: storage, the clock, prices, the token issuer, the public address. */
 import type { Store } from "../db/store.ts";
 import type { PriceTable } from "../domain/prices.ts";
+import type { OtlpClaims } from "../domain/types.ts";
 
 export interface Context {
   store: Store;
@@ -10,6 +11,8 @@ export interface Context {
   prices: PriceTable;
   /** Issues a JWT for a session (contract 4.4). */
   issueJwt(claims: { session_id: string; project_id: string; key_id: string }): string;
+  /** Issues a token for the OTLP and v4 endpoints (otlp.md T5). */
+  issueOtlpToken(claims: OtlpClaims): string;
   /** Base of session_url, without a trailing slash. */
   publicUrl(): string;
 }

@@ -113,6 +113,8 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
         projectId,
         () => traces.ingest(projectId, writes),
       ),
+    attachSpanRecords: (projectId, records, keyId) =>
+      write(records.length, keyId, projectId, () => traces.attachRecords(projectId, records)),
     appendSessionLog: (projectId, sessionId, text, now, keyId) =>
       write(1, keyId, projectId, () => {
         const at = parseTimestamp(now) as Timestamp;

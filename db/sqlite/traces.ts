@@ -4,9 +4,28 @@
  * so one OTLP request is stored whole or not at all (G7). Spans may arrive in any order and more
  * than once: each step is written so that the result does not depend on it (T17).
  */
-import type { AgentRecord, JsonObject, SpanEventRecord, TraceOutcome, TraceWrite } from "../../domain/types.ts";
+import { withLogRecords } from "../../domain/genai.ts";
+import type {
+  AgentRecord,
+  GenAiEvent,
+  JsonObject,
+  SpanEventRecord,
+  SpanLogRecord,
+  SpanRecordWrite,
+  TraceOutcome,
+  TraceWrite,
+} from "../../domain/types.ts";
 import type { Db } from "./open.ts";
-import { EVENT_COLUMNS, type EventRow, eventRow, json, parse, type SessionRow } from "./rows.ts";
+import {
+  EVENT_COLUMNS,
+  type EventRow,
+  eventRecord,
+  eventRow,
+  json,
+  parse,
+  type SessionRow,
+  type StoredEvent,
+} from "./rows.ts";
 
 const EVENT_INSERT_COLUMNS = EVENT_COLUMNS.join(", ");
 const EVENT_ROW_LENGTH = EVENT_COLUMNS.length;
@@ -60,6 +79,16 @@ function prepare(db: Db) {
       `INSERT INTO agents (session_pk, id, name, extra) VALUES (?, ?, ?, ?)
        ON CONFLICT (session_pk, id) DO NOTHING`,
     ),
+    hasRecords: db.prepare<[number], { found: 1 }>("SELECT 1 AS found FROM span_records WHERE session_pk = ? LIMIT 1"),
+    records: db.prepare<[number, string], { time_us: number; digest: string; record: string }>(
+      "SELECT time_us, digest, record FROM span_records WHERE session_pk = ? AND span_id = ?",
+    ),
+    recordInsert: db.prepare(
+      `INSERT INTO span_records (session_pk, span_id, digest, time_us, record) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (session_pk, span_id, digest) DO NOTHING`,
+    ),
+    event: db.prepare<[number, string], StoredEvent>("SELECT * FROM events WHERE session_pk = ? AND id = ?"),
+    eventMessages: db.prepare("UPDATE events SET body = @body, extra = @extra WHERE session_pk = @pk AND id = @id"),
     logSeq: db.prepare<[number], { seq: number | null; size: number | null }>(
       "SELECT max(seq) AS seq, sum(length(CAST(body AS BLOB))) AS size FROM session_logs WHERE session_pk = ?",
     ),
@@ -87,6 +116,31 @@ export class TraceTable {
       this.#agents(pk, write.agents);
       return "stored";
     });
+  }
+
+  /** T3: keeps each GenAI log record with its span's event, now or when the span arrives. */
+  attachRecords(projectId: string, writes: SpanRecordWrite[]): TraceOutcome[] {
+    return writes.map((write) => {
+      const pk = this.#session(projectId, { ...write, conversation_id: null, root: null });
+      if (pk === undefined) return "foreign";
+      const { record } = write;
+      const added = this.#q.recordInsert.run(pk, write.span_id, record.digest, record.time_us, json(record.event));
+      const row = added.changes === 1 ? this.#q.event.get(pk, write.span_id) : undefined;
+      if (row) {
+        const event = withLogRecords(eventRecord(row), this.#records(pk, write.span_id));
+        this.#q.eventMessages.run({ pk, id: row.id, body: json(event.fields), extra: json(event.extra) });
+      }
+      return "stored";
+    });
+  }
+
+  /** The GenAI log records kept for a span (T3). */
+  #records(pk: number, spanId: string): SpanLogRecord[] {
+    return this.#q.records.all(pk, spanId).map((row) => ({
+      time_us: row.time_us,
+      digest: row.digest,
+      event: parse<GenAiEvent>(row.record) as GenAiEvent,
+    }));
   }
 
   /**
@@ -174,9 +228,12 @@ export class TraceTable {
       return agent;
     };
     const inserted: { id: string; agent: string | null }[] = [];
+    // T3: log records that came before their spans; the table is empty unless logs were sent.
+    const records = this.#q.hasRecords.get(pk) !== undefined;
     for (const event of events) {
       const agent = agentOf(event, 0);
-      const row: EventRow = agent === event.agent_id ? eventRow(event) : eventRow({ ...event, agent_id: agent });
+      const logged = records ? withLogRecords(event, this.#records(pk, event.id)) : event;
+      const row: EventRow = eventRow(agent === event.agent_id ? logged : { ...logged, agent_id: agent });
       if (this.#q.insert.run(pk, row).changes === 1) inserted.push({ id: event.id, agent });
     }
     for (const { id, agent } of inserted) {

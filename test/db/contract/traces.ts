@@ -6,7 +6,7 @@
 import fc from "fast-check";
 import type { Test } from "tap";
 import { KeyRevoked } from "../../../db/errors.ts";
-import type { RootCandidate, SpanEventRecord, TraceWrite } from "../../../domain/types.ts";
+import type { RootCandidate, SpanEventRecord, SpanRecordWrite, TraceWrite } from "../../../domain/types.ts";
 import { iso, US0 } from "../records.ts";
 import type { Fixtures } from "./fixture.ts";
 import { failure, WHOLE } from "./values.ts";
@@ -168,6 +168,33 @@ export function traceContract(t: Test, { fresh }: Fixtures) {
     const session = await store.getSession(p, TRACE);
     t.equal(session?.end_state, "Success", "a worse root later changes nothing");
     t.strictSame(session?.tags, ["otel", "0:best"]);
+  });
+
+  t.test("attachSpanRecords (T3): GenAI log records join their span's event, before or after it", async (t) => {
+    const { store, p, other } = await fresh(t);
+    const record = (n: number, name: string, content: string): SpanRecordWrite => ({
+      session_id: TRACE,
+      span_id: "c1",
+      init_timestamp: iso(US0 + n),
+      init_us: US0 + n,
+      record: { time_us: US0 + n, digest: `d${n}`, event: { name, attributes: {}, body: { content } } },
+    });
+    const records = [record(2, "gen_ai.choice", "4"), record(1, "gen_ai.user.message", "2 + 2?")];
+    const bare = { ...SPANS[2], fields: {} } as SpanEventRecord;
+
+    t.strictSame(await store.attachSpanRecords(p, records), ["stored", "stored"], "before the span");
+    await store.ingestTraces(p, [writeOf([bare])]);
+    const logsFirst = (await store.readSession(p, TRACE, WHOLE))?.events.find((e) => e.id === "c1");
+    t.strictSame(logsFirst?.fields.prompt, [{ role: "user", content: "2 + 2?" }], "the records' messages, in time order");
+    t.strictSame(logsFirst?.fields.completion, { role: "assistant", content: "4" });
+    await store.deleteSession(p, TRACE);
+
+    await store.ingestTraces(p, [writeOf([bare])]);
+    await store.attachSpanRecords(p, [records[0] as SpanRecordWrite]);
+    await store.attachSpanRecords(p, [records[1] as SpanRecordWrite, records[0] as SpanRecordWrite]);
+    const spanFirst = (await store.readSession(p, TRACE, WHOLE))?.events.find((e) => e.id === "c1");
+    t.strictSame(spanFirst, logsFirst, "after the span, in another order, one sent twice: the same event");
+    t.strictSame(await store.attachSpanRecords(other, records), ["foreign", "foreign"], "another project's trace");
   });
 
   t.test("session logs (T6): appended in order, sessions created, scoped, deleted with the session", async (t) => {

@@ -1,0 +1,54 @@
+/**
+ * otlp.md T3: which OTLP log records agentmon keeps, and how. A record is kept when it is a GenAI
+ * event (`event_name`, or the attribute `event.name`, starting with `gen_ai.`) that names a trace
+ * and a span; it then goes with that span's event (the store applies domain/genai.ts
+ * withLogRecords). Every other record is accepted and not stored. Pure.
+ */
+import { createHash } from "node:crypto";
+import { isGenAiEventName } from "../../domain/genai.ts";
+import type { SpanRecordWrite } from "../../domain/types.ts";
+import { traceIdToSessionId } from "./ids.ts";
+import type { LogRecord, LogsRequest } from "./types.ts";
+import { nanosToTimestamp, plain, plainObject } from "./values.ts";
+
+const TRACE_ID = /^(?!0{32})[0-9a-f]{32}$/;
+const SPAN_ID = /^(?!0{16})[0-9a-f]{16}$/;
+
+function nameOf(record: LogRecord): string | undefined {
+  if (isGenAiEventName(record.eventName)) return record.eventName;
+  const attribute = record.attributes.find((kv) => kv.key === "event.name")?.value;
+  const name = attribute && "stringValue" in attribute ? attribute.stringValue : undefined;
+  return isGenAiEventName(name) ? name : undefined;
+}
+
+/** The records of the request that are kept (T3), each with its span; `now` dates a record without a time. */
+export function mapLogRecords(request: LogsRequest, now: { iso: string; us: number }): SpanRecordWrite[] {
+  const writes: SpanRecordWrite[] = [];
+  for (const resource of request.resourceLogs) {
+    for (const scope of resource.scopeLogs) {
+      for (const record of scope.logRecords) {
+        const name = nameOf(record);
+        const traceId = record.traceId.toLowerCase();
+        const spanId = record.spanId.toLowerCase();
+        if (name === undefined || !TRACE_ID.test(traceId) || !SPAN_ID.test(spanId)) continue;
+        const at = nanosToTimestamp(record.timeUnixNano) ?? nanosToTimestamp(record.observedTimeUnixNano) ?? now;
+        const event = {
+          name,
+          attributes: plainObject(record.attributes),
+          ...(record.body === undefined ? {} : { body: plain(record.body) }),
+        };
+        const digest = createHash("sha256")
+          .update(JSON.stringify([traceId, spanId, record.timeUnixNano ?? "", event]))
+          .digest("base64url");
+        writes.push({
+          session_id: traceIdToSessionId(traceId),
+          span_id: spanId,
+          init_timestamp: at.iso,
+          init_us: at.us,
+          record: { time_us: at.us, digest, event },
+        });
+      }
+    }
+  }
+  return writes;
+}
