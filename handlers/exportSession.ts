@@ -1,4 +1,5 @@
 import { readEventView, sessionDocument } from "../domain/views.ts";
+import { exportOtlp } from "../services/otlp.ts";
 import { readSession } from "../services/reads.ts";
 import { apiKeyOf, type Deps, type Handler } from "./types.ts";
 
@@ -7,6 +8,7 @@ export const exportSession =
   (deps: Deps): Handler<"exportSession"> =>
   async (req) => {
     const id = req.params.session_id;
+    if (req.query.format === "otlp") return exportOtlp(deps, apiKeyOf(req).project_id, id);
     const found = await readSession(deps.store, apiKeyOf(req).project_id, id, { agents: true, events: true });
     return {
       status: "success" as const,

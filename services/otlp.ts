@@ -9,7 +9,7 @@ import { timestampFromMillis } from "../domain/timestamps.ts";
 import type { OtlpClaims, SpanEventRecord } from "../domain/types.ts";
 import { decodeLogs, decodeTraces, OtlpDecodeError, readLogsJson, readTracesJson } from "../ingest/otlp/decode.ts";
 import { mapLogRecords } from "../ingest/otlp/logs.ts";
-import { mapTraces, traceIdToSessionId } from "../ingest/otlp/map.ts";
+import { mapTraces, toOtlp, traceIdToSessionId } from "../ingest/otlp/map.ts";
 import type { TraceRequest } from "../ingest/otlp/types.ts";
 import { acceptSpans } from "../ingest/otlp/validate.ts";
 import type { Context } from "./context.ts";
@@ -94,6 +94,18 @@ export const otlpToken = (context: Context, claims: OtlpClaims) => ({
   project_id: claims.project_id,
   project_prem_status: "pro" as const,
 });
+
+/** T15: the session's spans as OTLP/JSON, ready to be sent again (`export?format=otlp`). */
+export async function exportOtlp(
+  context: Context,
+  projectId: string,
+  sessionId: string,
+): Promise<TraceRequest & Record<string, unknown>> {
+  const found = await context.store.readSession(projectId, sessionId, { agents: false, events: true });
+  if (!found) throw sessionNotFound(sessionId);
+  // The answer is the OTLP/JSON request itself, an object of the spec's OtlpJsonRequest.
+  return { ...toOtlp(found.events, sessionId, found.session.extra) };
+}
 
 /** T12: the session of a trace id (32 hex digits, any case). */
 export const sessionOfTrace = (traceId: string) => traceIdToSessionId(traceId.toLowerCase());

@@ -33,6 +33,7 @@ export async function listSessions(store: Store, projectId: string, query: Sessi
   if (to) filter.to_us = to.us;
   if (query.agent_id !== undefined) filter.agent_id = query.agent_id;
   if (query.q) filter.q = query.q; // every reason contains "": an empty q filters nothing
+  if (query.conversation_id !== undefined) filter.conversation_id = query.conversation_id;
   const after = query.cursor === undefined ? undefined : decodeCursor("sessions", query.cursor);
   if (query.cursor !== undefined && !after) errors.push(CURSOR_PROBLEM);
   if (errors.length > 0) throw invalidParameters(errors);

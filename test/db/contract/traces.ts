@@ -185,7 +185,11 @@ export function traceContract(t: Test, { fresh }: Fixtures) {
     t.strictSame(await store.attachSpanRecords(p, records), ["stored", "stored"], "before the span");
     await store.ingestTraces(p, [writeOf([bare])]);
     const logsFirst = (await store.readSession(p, TRACE, WHOLE))?.events.find((e) => e.id === "c1");
-    t.strictSame(logsFirst?.fields.prompt, [{ role: "user", content: "2 + 2?" }], "the records' messages, in time order");
+    t.strictSame(
+      logsFirst?.fields.prompt,
+      [{ role: "user", content: "2 + 2?" }],
+      "the records' messages, in time order",
+    );
     t.strictSame(logsFirst?.fields.completion, { role: "assistant", content: "4" });
     await store.deleteSession(p, TRACE);
 
