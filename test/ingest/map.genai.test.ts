@@ -1,0 +1,106 @@
+/**
+ * domain/genai.ts: GenAI messages and events as E4 messages (otlp.md T15), the helpers the storage
+ * adapter also applies to GenAI log records that arrive after their span (T3).
+ */
+import t from "tap";
+import {
+  completionOf,
+  fromGenAiMessages,
+  genAiEventMessages,
+  messagesFromGenAiEvents,
+  toE4Message,
+  unflatten,
+} from "../../domain/genai.ts";
+
+t.test("parts: text becomes content, the others are kept", async (t) => {
+  t.same(
+    toE4Message({
+      role: "assistant",
+      parts: [
+        { type: "text", content: "Look: " },
+        { type: "tool_call", id: "c1", name: "f" },
+        { type: "text", content: "done" },
+      ],
+      finish_reason: "stop",
+    }),
+    {
+      role: "assistant",
+      finish_reason: "stop",
+      content: "Look: done",
+      parts: [{ type: "tool_call", id: "c1", name: "f" }],
+    },
+  );
+  t.same(toE4Message({ role: "user", content: "plain" }), { role: "user", content: "plain" }, "no parts: as it is");
+  t.same(fromGenAiMessages('{"role":"user","parts":[{"type":"text","content":"one"}]}'), [
+    { role: "user", content: "one" },
+  ]);
+  t.equal(fromGenAiMessages("not json"), undefined);
+  t.equal(fromGenAiMessages("[]"), undefined);
+  t.same(completionOf([{ role: "assistant", content: "a" }]), { role: "assistant", content: "a" });
+  t.same(completionOf([{ content: "a" }, { content: "b" }]), [{ content: "a" }, { content: "b" }]);
+});
+
+t.test("GenAI log records: the body holds the message", async (t) => {
+  t.same(
+    genAiEventMessages({
+      name: "gen_ai.user.message",
+      attributes: { "gen_ai.system": "openai" },
+      body: { content: "Hi" },
+    }),
+    {
+      prompt: [{ role: "user", content: "Hi" }],
+    },
+  );
+  t.same(
+    genAiEventMessages({
+      name: "gen_ai.choice",
+      attributes: {},
+      body: { index: 0, finish_reason: "tool_calls", message: { tool_calls: [{ id: "c", type: "function" }] } },
+    }),
+    {
+      completion: [
+        { role: "assistant", tool_calls: [{ id: "c", type: "function" }], index: 0, finish_reason: "tool_calls" },
+      ],
+    },
+  );
+  t.same(
+    genAiEventMessages({
+      name: "gen_ai.client.inference.operation.details",
+      attributes: {
+        "gen_ai.input.messages": [{ role: "user", parts: [{ type: "text", content: "q" }] }],
+        "gen_ai.output.messages": '[{"role":"assistant","parts":[{"type":"text","content":"a"}]}]',
+      },
+    }),
+    { prompt: [{ role: "user", content: "q" }], completion: [{ role: "assistant", content: "a" }] },
+  );
+  t.same(genAiEventMessages({ name: "gen_ai.content.prompt", attributes: { "gen_ai.prompt": "just text" } }), {
+    prompt: [{ content: "just text" }],
+  });
+  t.same(genAiEventMessages({ name: "gen_ai.unknown", attributes: {} }), {});
+  t.same(
+    messagesFromGenAiEvents([
+      { name: "gen_ai.tool.message", attributes: {}, body: { content: "21", id: "c" } },
+      { name: "fallback", attributes: { reason: "x" } },
+      { name: "gen_ai.content.completion", attributes: { "gen_ai.completion": "ok" } },
+    ]),
+    { prompt: [{ role: "tool", content: "21", id: "c" }], completion: [{ content: "ok" }] },
+  );
+});
+
+t.test("flattened messages", async (t) => {
+  const attrs = new Map<string, unknown>([
+    ["llm.input_messages.10.message.role", "user"],
+    ["llm.input_messages.2.message.role", "assistant"],
+    ["llm.input_messages.2.message.tool_calls.0.tool_call.function.name", "f"],
+    ["llm.input_messages.2.message.__proto__", "data"],
+    ["llm.input_messages.x.message.role", "ignored"],
+    ["llm.other", "ignored"],
+  ]);
+  const list = unflatten(attrs, "llm.input_messages.");
+  t.same(list, [
+    { role: "assistant", tool_calls: [{ function: { name: "f" } }], ["__proto__"]: "data" },
+    { role: "user" },
+  ]);
+  t.equal(Object.getPrototypeOf(list?.[0]), Object.prototype, "__proto__ stays data");
+  t.equal(unflatten(attrs, "gen_ai.prompt."), undefined);
+});
