@@ -145,9 +145,15 @@ export function messagesFromGenAiEvents(events: readonly GenAiEvent[]): GenAiMes
   return out;
 }
 
-/** Defined, not assigned: a key named `__proto__` stays plain data. */
-const define = (node: JsonObject, key: string, value: unknown) =>
-  Object.defineProperty(node, key, { value, enumerable: true, writable: true, configurable: true });
+/** Assigned, but a key named `__proto__` is defined, so that it stays plain data. */
+function define(node: JsonObject, key: string, value: unknown) {
+  if (key === "__proto__") {
+    Object.defineProperty(node, key, { value, enumerable: true, writable: true, configurable: true });
+  } else node[key] = value;
+}
+
+const isIndex = (text: string) =>
+  text.length > 0 && text.charCodeAt(0) >= 48 && text.charCodeAt(0) <= 57 && /^\d+$/.test(text);
 
 /** Single-key wrappers that OpenInference puts around each item: `{ message: {...} }`, ... */
 const WRAPPERS = new Set(["message", "tool_call", "message_content"]);
@@ -167,7 +173,7 @@ function arrays(value: unknown): unknown {
   if (!isObject(value)) return value;
   const keys = Object.keys(value);
   for (const key of keys) value[key] = arrays(value[key]);
-  if (keys.length > 0 && keys.every((key) => /^\d+$/.test(key))) {
+  if (keys.length > 0 && keys.every(isIndex)) {
     return keys.sort((a, b) => Number(a) - Number(b)).map((key) => value[key]);
   }
   return value;
@@ -183,7 +189,7 @@ export function unflatten(entries: Iterable<[string, unknown]>, prefix: string):
   for (const [key, value] of entries) {
     if (!key.startsWith(prefix)) continue;
     const path = key.slice(prefix.length).split(".");
-    if (!/^\d+$/.test(path[0] as string)) continue;
+    if (!isIndex(path[0] as string)) continue;
     found = true;
     let node = root;
     for (let i = 0; i < path.length - 1; i++) {
