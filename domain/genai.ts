@@ -204,3 +204,35 @@ export function unflatten(entries: Iterable<[string, unknown]>, prefix: string):
   const list = unwrap(arrays(root));
   return Array.isArray(list) ? list.filter(isObject) : undefined;
 }
+
+/** The attributes (`extra.otel.attributes`, a KeyValue list) that outrank GenAI events (T15). */
+const OUTRANKS: Record<"prompt" | "completion", string> = {
+  prompt: "gen_ai.input.messages",
+  completion: "gen_ai.output.messages",
+};
+
+function hasAttribute(otel: unknown, key: string): boolean {
+  const list = isObject(otel) ? otel.attributes : undefined;
+  return Array.isArray(list) && list.some((entry) => isObject(entry) && entry.key === key);
+}
+
+/**
+ * T3: a stored llm event with the messages of GenAI log records that arrived for its span. They
+ * replace what the event holds unless the span itself carried `gen_ai.input.messages` /
+ * `gen_ai.output.messages`, the only source that outranks GenAI events. Other kinds: unchanged.
+ */
+export function withGenAiMessages<E extends { type: string; fields: JsonObject; extra: JsonObject }>(
+  event: E,
+  found: GenAiMessages,
+): E {
+  if (event.type !== "llm") return event;
+  const fields = { ...event.fields };
+  let changed = false;
+  for (const side of ["prompt", "completion"] as const) {
+    const messages = found[side];
+    if (!messages || messages.length === 0 || hasAttribute(event.extra.otel, OUTRANKS[side])) continue;
+    fields[side] = side === "completion" ? completionOf(messages) : messages;
+    changed = true;
+  }
+  return changed ? { ...event, fields } : event;
+}

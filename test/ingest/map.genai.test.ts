@@ -10,7 +10,12 @@ import {
   messagesFromGenAiEvents,
   toE4Message,
   unflatten,
+  withGenAiMessages,
 } from "../../domain/genai.ts";
+import { mapLogs } from "../../ingest/otlp/logs.ts";
+import { mapTraces } from "../../ingest/otlp/map.ts";
+import type { LogRecord } from "../../ingest/otlp/types.ts";
+import { anyValue, kv, request, span, TRACE } from "./otlp.helpers.ts";
 
 t.test("parts: text becomes content, the others are kept", async (t) => {
   t.same(
@@ -103,4 +108,72 @@ t.test("flattened messages", async (t) => {
   ]);
   t.equal(Object.getPrototypeOf(list?.[0]), Object.prototype, "__proto__ stays data");
   t.equal(unflatten(attrs, "gen_ai.prompt."), undefined);
+});
+
+t.test("T3: GenAI log records become their span's messages", async (t) => {
+  const record = (spanId: string, name: string | undefined, body: unknown, attrs: Record<string, unknown> = {}) => {
+    const out: LogRecord = {
+      traceId: TRACE,
+      spanId,
+      attributes: kv(attrs),
+      body: anyValue(body),
+    };
+    if (name !== undefined) out.eventName = name;
+    return out;
+  };
+  const found = mapLogs({
+    resourceLogs: [
+      {
+        resource: { attributes: [] },
+        scopeLogs: [
+          {
+            scope: { name: "genai" },
+            logRecords: [
+              record("00000000000000a1", "gen_ai.user.message", { content: "Hi" }),
+              record(
+                "00000000000000a1",
+                undefined,
+                { index: 0, message: { content: "Hello" } },
+                { "event.name": "gen_ai.choice" },
+              ),
+              record("00000000000000a1", "app.log", "not GenAI"),
+              record("", "gen_ai.user.message", { content: "no span" }),
+              record("00000000000000a2", "gen_ai.system.message", { content: "Be brief." }),
+            ],
+          },
+        ],
+      },
+    ],
+  });
+  t.same(
+    found.map((f) => [f.session_id, f.event_id, f.events.length]),
+    [
+      ["0af76519-16cd-43dd-8448-eb211c80319c", "00000000000000a1", 2],
+      ["0af76519-16cd-43dd-8448-eb211c80319c", "00000000000000a2", 1],
+    ],
+  );
+  t.same(found[0]?.messages, {
+    prompt: [{ role: "user", content: "Hi" }],
+    completion: [{ role: "assistant", content: "Hello", index: 0 }],
+  });
+
+  const [write] = mapTraces(
+    request([
+      span({ id: "00000000000000a1", attrs: { "gen_ai.operation.name": "chat", "input.value": "raw" } }),
+      span({
+        id: "00000000000000a2",
+        attrs: { "gen_ai.operation.name": "chat", "gen_ai.input.messages": '[{"role":"user","content":"kept"}]' },
+      }),
+      span({ id: "00000000000000a3" }),
+    ]),
+  );
+  const [a1, a2, a3] = write?.events ?? [];
+  const merged = a1 && withGenAiMessages(a1, found[0]?.messages ?? {});
+  t.same(merged?.fields, {
+    prompt: [{ role: "user", content: "Hi" }],
+    completion: { role: "assistant", content: "Hello", index: 0 },
+  });
+  t.same(a1?.fields, { prompt: "raw" }, "the stored event is not changed in place");
+  t.equal(a2 && withGenAiMessages(a2, found[1]?.messages ?? {}), a2, "gen_ai.input.messages outranks GenAI events");
+  t.equal(a3 && withGenAiMessages(a3, found[0]?.messages ?? {}), a3, "not an llm event");
 });
