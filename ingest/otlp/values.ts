@@ -45,17 +45,6 @@ export function attrsOf(list: readonly KeyValue[] | undefined): Attrs {
   return map;
 }
 
-const given = (value: unknown) => value !== undefined && value !== null;
-
-/** The first of these keys whose value is given (not absent, not null). */
-export function first(attrs: Attrs, keys: readonly string[]): unknown {
-  for (const key of keys) {
-    const value = attrs.get(key);
-    if (given(value)) return value;
-  }
-  return undefined;
-}
-
 export const asString = (value: unknown): string | null =>
   typeof value === "string" ? value : typeof value === "number" || typeof value === "boolean" ? String(value) : null;
 
