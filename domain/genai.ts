@@ -139,9 +139,15 @@ export function messagesFromGenAiEvents(events: readonly GenAiEvent[]): GenAiMes
   return out;
 }
 
-/** Defined, not assigned: a key named `__proto__` stays plain data. */
-const define = (node: JsonObject, key: string, value: unknown) =>
-  Object.defineProperty(node, key, { value, enumerable: true, writable: true, configurable: true });
+/** Assigned, but a key named `__proto__` is defined, so that it stays plain data. */
+function define(node: JsonObject, key: string, value: unknown) {
+  if (key === "__proto__") {
+    Object.defineProperty(node, key, { value, enumerable: true, writable: true, configurable: true });
+  } else node[key] = value;
+}
+
+const isIndex = (text: string) =>
+  text.length > 0 && text.charCodeAt(0) >= 48 && text.charCodeAt(0) <= 57 && /^\d+$/.test(text);
 
 /** Single-key wrappers that OpenInference puts around each item: `{ message: {...} }`, ... */
 const WRAPPERS = new Set(["message", "tool_call", "message_content"]);
@@ -161,7 +167,7 @@ function arrays(value: unknown): unknown {
   if (!isObject(value)) return value;
   const keys = Object.keys(value);
   for (const key of keys) value[key] = arrays(value[key]);
-  if (keys.length > 0 && keys.every((key) => /^\d+$/.test(key))) {
+  if (keys.length > 0 && keys.every(isIndex)) {
     return keys.sort((a, b) => Number(a) - Number(b)).map((key) => value[key]);
   }
   return value;
@@ -177,7 +183,7 @@ export function unflatten(entries: Iterable<[string, unknown]>, prefix: string):
   for (const [key, value] of entries) {
     if (!key.startsWith(prefix)) continue;
     const path = key.slice(prefix.length).split(".");
-    if (!/^\d+$/.test(path[0] as string)) continue;
+    if (!isIndex(path[0] as string)) continue;
     found = true;
     let node = root;
     for (let i = 0; i < path.length - 1; i++) {
@@ -193,28 +199,40 @@ export function unflatten(entries: Iterable<[string, unknown]>, prefix: string):
   return Array.isArray(list) ? list.filter(isObject) : undefined;
 }
 
+/** The attributes (`extra.otel.attributes`, a KeyValue list) that outrank GenAI events (T15). */
+const OUTRANKS: Record<"prompt" | "completion", string> = {
+  prompt: "gen_ai.input.messages",
+  completion: "gen_ai.output.messages",
+};
+
+function hasAttribute(otel: unknown, key: string): boolean {
+  const list = isObject(otel) ? otel.attributes : undefined;
+  return Array.isArray(list) && list.some((entry) => isObject(entry) && entry.key === key);
+}
+
 /**
  * T3: a span's event with its GenAI log records (sorted by time, then digest, so the result does
- * not depend on the order they came in, T17). They are kept under `otel.log_records`; their
- * messages become the event's prompt and completion when its own attributes and span events gave
- * none (the event then says `otel.messages_from_logs`, so that records arriving later refresh them).
+ * not depend on the order they came in, T17). The records are kept under `otel.log_records`.
+ * Their messages are GenAI events, which T15 ranks above every source of prompt and completion
+ * but the span's own `gen_ai.input.messages` / `gen_ai.output.messages`: they replace the
+ * event's prompt (completion) unless the span carried that attribute. Kinds other than llm keep
+ * their fields.
  */
-export function withLogRecords<E extends { fields: JsonObject; extra: JsonObject }>(
+export function withLogRecords<E extends { type: string; fields: JsonObject; extra: JsonObject }>(
   event: E,
   records: readonly SpanLogRecord[],
 ): E {
   if (records.length === 0) return event;
   const sorted = [...records].sort((a, b) => a.time_us - b.time_us || (a.digest < b.digest ? -1 : 1));
   const otel = isObject(event.extra.otel) ? event.extra.otel : {};
-  const fromLogs =
-    otel.messages_from_logs === true || (event.fields.prompt === undefined && event.fields.completion === undefined);
-  const nextOtel: JsonObject = { ...otel, log_records: sorted.map((record) => record.event) };
+  const extra = { ...event.extra, otel: { ...otel, log_records: sorted.map((record) => record.event) } };
+  if (event.type !== "llm") return { ...event, extra };
+  const found = messagesFromGenAiEvents(sorted.map((record) => record.event));
   const fields = { ...event.fields };
-  if (fromLogs) {
-    const messages = messagesFromGenAiEvents(sorted.map((record) => record.event));
-    if (messages.prompt) fields.prompt = messages.prompt;
-    if (messages.completion) fields.completion = completionOf(messages.completion);
-    nextOtel.messages_from_logs = true;
+  for (const side of ["prompt", "completion"] as const) {
+    const messages = found[side];
+    if (!messages || messages.length === 0 || hasAttribute(otel, OUTRANKS[side])) continue;
+    fields[side] = side === "completion" ? completionOf(messages) : messages;
   }
-  return { ...event, fields, extra: { ...event.extra, otel: nextOtel } };
+  return { ...event, fields, extra };
 }

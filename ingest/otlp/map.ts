@@ -7,11 +7,13 @@
  *   Langfuse). Each lists, per field, the attribute keys it contributes with their rank in
  *   otlp.md's precedence lists, its kind rules and its message sources; conventions/convention.ts
  *   merges them into ordered lists once, at load. A new convention is one file and a line in
- *   conventions/index.ts; map.ts never names an attribute key of a convention.
- * - values.ts: OTLP values as plain JSON, nanoseconds as timestamps (BigInt, to the microsecond).
+ *   conventions/index.ts. Outside conventions/, only OpenTelemetry's general keys are named
+ *   (`service.name`, `exception.*`, `error.type`, the host_env prefixes).
+ * - values.ts: OTLP values as plain JSON, nanoseconds as timestamps (string slicing, to the microsecond).
  * - span.ts: one span as its event, its agent and its error events (T14-T16), `extra.otel` (G5).
  * - root.ts: the root's rank and session fields (T13).
  * - export.ts: the way back, events to OTLP/JSON (`format=otlp`).
+ * - ids.ts: trace ids and session ids; logs.ts: GenAI log records as their span's messages (T3).
  * Attributes are read from a Map built once per span.
  */
 import type { AgentRecord, SpanEventRecord, TraceWrite } from "../../domain/types.ts";

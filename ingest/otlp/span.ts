@@ -40,6 +40,7 @@ export interface MappedSpan {
 }
 
 const ZERO_ID = /^0*$/;
+const IDS = new Set(["traceId", "spanId", "parentSpanId"]);
 
 /** The first of these keys (resolved for this span) whose value is given. */
 export function firstOf(attrs: Attrs, refs: readonly KeyRef[]): unknown {
@@ -59,8 +60,10 @@ export function firstOf(attrs: Attrs, refs: readonly KeyRef[]): unknown {
  * resourceSchemaUrl? }`. `scope` and `resource` are the objects of the request, shared, not copied.
  */
 export function otelOf(span: Span, context: SpanContext): JsonObject {
-  const { traceId: _t, spanId: _s, parentSpanId: _p, ...rest } = span;
-  const otel: JsonObject = { ...rest, scope: context.scope, resource: context.resource };
+  const otel: JsonObject = {};
+  for (const key in span) if (!IDS.has(key)) otel[key] = span[key as keyof Span];
+  otel.scope = context.scope;
+  otel.resource = context.resource;
   if (context.schemaUrl !== undefined) otel.schemaUrl = context.schemaUrl;
   if (context.resourceSchemaUrl !== undefined) otel.resourceSchemaUrl = context.resourceSchemaUrl;
   return otel;
@@ -127,8 +130,11 @@ function fieldsOf(kind: Kind, span: Span, attrs: Attrs): JsonObject {
   return fields;
 }
 
-function errorEvent(id: string, span: MappedSpan, at: Timestamp, fields: JsonObject): SpanEventRecord {
-  for (const key of Object.keys(fields)) if (fields[key] === null || fields[key] === undefined) delete fields[key];
+/** An error event; its fields are the given ones that are not null, and the trigger. */
+function errorEvent(id: string, span: MappedSpan, at: Timestamp, given: JsonObject): SpanEventRecord {
+  const fields: JsonObject = {};
+  for (const key in given) if (given[key] !== null && given[key] !== undefined) fields[key] = given[key];
+  fields.trigger_event_id = span.span.spanId;
   return {
     id,
     type: "error",
@@ -142,7 +148,7 @@ function errorEvent(id: string, span: MappedSpan, at: Timestamp, fields: JsonObj
     prompt_tokens: null,
     completion_tokens: null,
     cost: null,
-    fields: { ...fields, trigger_event_id: span.span.spanId },
+    fields,
     aliases: [],
     extra: {},
   };

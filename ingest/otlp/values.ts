@@ -45,17 +45,6 @@ export function attrsOf(list: readonly KeyValue[] | undefined): Attrs {
   return map;
 }
 
-const given = (value: unknown) => value !== undefined && value !== null;
-
-/** The first of these keys whose value is given (not absent, not null). */
-export function first(attrs: Attrs, keys: readonly string[]): unknown {
-  for (const key of keys) {
-    const value = attrs.get(key);
-    if (given(value)) return value;
-  }
-  return undefined;
-}
-
 export const asString = (value: unknown): string | null =>
   typeof value === "string" ? value : typeof value === "number" || typeof value === "boolean" ? String(value) : null;
 
@@ -71,22 +60,32 @@ export function asCost(value: unknown): number | null {
   return typeof n === "number" && Number.isFinite(n) && n >= 0 ? n : null;
 }
 
-const NS_PER_US = 1000n;
+const DIGITS = /^\d+$/;
+
+/** `YYYY-MM-DDTHH:MM:SS` by whole second since the epoch: spans of a request share their seconds. */
+const seconds = new Map<number, string | undefined>();
+
+function secondText(second: number): string | undefined {
+  if (seconds.has(second)) return seconds.get(second);
+  const date = new Date(second * 1000);
+  const text = Number.isNaN(date.getTime()) ? undefined : date.toISOString().slice(0, 19);
+  if (seconds.size >= 1024) seconds.clear();
+  seconds.set(second, text);
+  return text;
+}
 
 /**
  * A time in nanoseconds since the epoch (a decimal string) as a stored timestamp, truncated to
- * the microsecond: `2025-03-01T12:00:00.123456Z` (always six digits). BigInt arithmetic, so no
- * digit is lost to a double; absent, "0" or not digits: undefined.
+ * the microsecond: `2025-03-01T12:00:00.123456Z` (always six digits). String slicing, so no digit
+ * is lost to a double; absent, "0" or not digits: undefined.
  */
 export function nanosToTimestamp(nanos: string | undefined): Timestamp | undefined {
-  if (nanos === undefined || !/^\d+$/.test(nanos) || /^0+$/.test(nanos)) return undefined;
-  const us = BigInt(nanos) / NS_PER_US;
-  const ms = Number(us / NS_PER_US);
-  const micros = String(us % NS_PER_US).padStart(3, "0");
-  const date = new Date(ms);
-  if (Number.isNaN(date.getTime())) return undefined;
-  const iso = `${date.toISOString().slice(0, -1)}${micros}Z`;
-  return { iso, us: Number(us) };
+  if (nanos === undefined || !DIGITS.test(nanos)) return undefined;
+  const padded = nanos.padStart(10, "0");
+  const us = Number(padded.slice(0, -3));
+  if (us === 0 && Number(padded) === 0) return undefined;
+  const second = secondText(Number(padded.slice(0, -9)));
+  return second === undefined ? undefined : { iso: `${second}.${padded.slice(-9, -3)}Z`, us };
 }
 
 /** A nanosecond string left-padded to 20 digits, so that such strings sort as numbers. */

@@ -205,3 +205,30 @@ for (const [label, path] of [
     t.notOk("process.pid" in (trace.root?.fields.host_env ?? {}), "host_env keeps host, os and runtime only");
   });
 }
+
+t.test("T17: the same spans in two requests, children first, map to the same events but for agents", async (t) => {
+  const whole = only(FIXTURES.agentopsOpenai);
+  const request = loadFixture(FIXTURES.agentopsOpenai);
+  const later = new Set(["649b1b9fbb635f35", "ba5c21a3533d47fd"]);
+  const part = (keep: (id: string) => boolean) => ({
+    resourceSpans: request.resourceSpans.map((rs) => ({
+      ...rs,
+      scopeSpans: rs.scopeSpans.map((ss) => ({ ...ss, spans: ss.spans.filter((s) => keep(s.spanId)) })),
+    })),
+  });
+  const [first] = mapTraces(part((id) => !later.has(id)));
+  const [second] = mapTraces(part((id) => later.has(id)));
+  t.equal(first?.root, null, "no root yet");
+  t.same(first?.agents, []);
+  t.ok(
+    first?.events.every((e) => e.agent_id === null),
+    "the agent is not in this request: the store resolves it",
+  );
+  t.equal(second?.root?.rank, whole.root?.rank);
+  t.same(second?.agents, whole.agents);
+  const strip = (events: TraceWrite["events"]) =>
+    events.map(({ agent_id: _, ...rest }) => rest).sort((a, b) => (a.id < b.id ? -1 : 1));
+  t.same(strip([...(first?.events ?? []), ...(second?.events ?? [])]), strip(whole.events));
+  t.equal(first?.session_id, whole.session_id);
+  t.equal(second?.init_us, whole.init_us);
+});
