@@ -122,30 +122,33 @@ t.test("T3: GenAI log records become their span's messages", async (t) => {
     return out;
   };
   const NOW = { iso: "2026-11-22T05:00:00.000000Z", us: 1_795_323_600_000_000 };
-  const found = mapLogRecords({
-    resourceLogs: [
-      {
-        resource: { attributes: [] },
-        scopeLogs: [
-          {
-            scope: { name: "genai" },
-            logRecords: [
-              record("00000000000000a1", "gen_ai.user.message", { content: "Hi" }),
-              record(
-                "00000000000000a1",
-                undefined,
-                { index: 0, message: { content: "Hello" } },
-                { "event.name": "gen_ai.choice" },
-              ),
-              record("00000000000000a1", "app.log", "not GenAI"),
-              record("", "gen_ai.user.message", { content: "no span" }),
-              record("00000000000000a2", "gen_ai.system.message", { content: "Be brief." }),
-            ],
-          },
-        ],
-      },
-    ],
-  });
+  const found = mapLogRecords(
+    {
+      resourceLogs: [
+        {
+          resource: { attributes: [] },
+          scopeLogs: [
+            {
+              scope: { name: "genai" },
+              logRecords: [
+                record("00000000000000a1", "gen_ai.user.message", { content: "Hi" }),
+                record(
+                  "00000000000000a1",
+                  undefined,
+                  { index: 0, message: { content: "Hello" } },
+                  { "event.name": "gen_ai.choice" },
+                ),
+                record("00000000000000a1", "app.log", "not GenAI"),
+                record("", "gen_ai.user.message", { content: "no span" }),
+                record("00000000000000a2", "gen_ai.system.message", { content: "Be brief." }),
+              ],
+            },
+          ],
+        },
+      ],
+    },
+    NOW,
+  );
   t.same(
     found.map((f) => [f.session_id, f.span_id, f.record.event.name]),
     [
