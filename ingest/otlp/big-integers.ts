@@ -9,8 +9,12 @@ const KEYS =
   "intValue|int_value|startTimeUnixNano|start_time_unix_nano|endTimeUnixNano|end_time_unix_nano|" +
   "timeUnixNano|time_unix_nano|observedTimeUnixNano|observed_time_unix_nano";
 
-/** A cheap first look: no such key followed by 16 digits (2^53 has 16), nothing to do. */
-const CANDIDATE = new RegExp(`"(?:${KEYS})"\\s*:\\s*-?[0-9]{16}`);
+/**
+ * A cheap first look: no key at all followed by a bare number of 16 digits (2^53 has 16), nothing
+ * to do. Naming no key makes it twice as fast as naming them, and clients that follow the
+ * specification (times and intValue as strings, or small) never get past it.
+ */
+const CANDIDATE = /"\s*:\s*-?[0-9]{16}/;
 
 /**
  * Either one of those keys with its big integer, or any other string, whole. Matching every

@@ -58,8 +58,8 @@ const INTEGER = /^-?[0-9]+$/;
 /**
  * A 64-bit integer, written as a string or a number, as a decimal string. A string keeps its digits
  * whatever its size (only leading zeros and "-0" are made canonical). A number past 2^53 was already
- * rounded by JSON.parse (quoteBigIntegers prevents that for the fields that matter); its digits are
- * kept as they are, never refused.
+ * rounded by JSON.parse (quoteBigIntegers prevents that for the fields that matter); it is kept as
+ * the closest digits there are, never refused.
  */
 export function int64(v: unknown, path: string): string {
   if (typeof v === "string") {
@@ -70,7 +70,10 @@ export function int64(v: unknown, path: string): string {
   }
   if (typeof v === "number") {
     if (!Number.isInteger(v)) fail(path, "must be an integer");
-    return Number.isSafeInteger(v) ? String(v) : BigInt(v).toString();
+    // String gives the shortest digits that read back as this double: often the very digits that
+    // were sent ("1795523426365000000"), where BigInt would print the double's exact, other value.
+    // Only from 1e21 does String switch to an exponent, which is no integer string.
+    return Math.abs(v) < 1e21 ? String(v) : BigInt(v).toString();
   }
   if (v === undefined || v === null) return "0";
   return fail(path, "must be an integer (a string or a number)");
