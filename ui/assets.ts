@@ -23,6 +23,7 @@ export const ASSETS = [
   "sessions.js",
   "session.js",
   "timeline.js",
+  "tree.js",
   "detail.js",
   "favicon.svg",
 ] as const;
