@@ -25,6 +25,7 @@ export const ASSETS = [
   "timeline.js",
   "tree.js",
   "detail.js",
+  "otel.js",
   "favicon.svg",
 ] as const;
 
