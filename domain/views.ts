@@ -38,6 +38,8 @@ const namedView = (event: EventRecord, sessionId: string) => ({
   init_timestamp: event.init_timestamp,
   end_timestamp: event.end_timestamp,
   agent_id: event.agent_id,
+  // A span's parent span (otlp.md T14); absent on roots and on v2 events.
+  ...(event.parent_id === undefined || event.parent_id === null ? {} : { parent_id: event.parent_id }),
 });
 
 /** The event as clients read it: canonical fields, the aliases it was sent with, its unknown fields. */

@@ -10,19 +10,13 @@
  * condition, never a fixed time; no assertion is about speed. The data is made in
  * test/browser/data.ts; what the test reads from the page is in test/browser/page.ts.
  */
-import { existsSync, mkdirSync, readdirSync } from "node:fs";
-import { chromium } from "playwright-core";
+import { readdirSync } from "node:fs";
 import t from "tap";
 import { ALL_SESSIONS, at, bearer, client, createData, FIXTURES, MIN, replayFixtures, XSS } from "./browser/data.ts";
-import { expectRows, keptKey, SCREENSHOTS, saveScreenshot, timelineKinds } from "./browser/page.ts";
+import { chromiumMissing, expectRows, keptKey, openBrowser, saveScreenshot, timelineKinds } from "./browser/page.ts";
 import { API_KEY, build, UNKNOWN_KEY } from "./helper.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
-const missing = existsSync(CHROMIUM)
-  ? false
-  : `Chromium is not installed at ${CHROMIUM}, so the browser test is skipped: install Debian's package with \`apt-get install -y chromium\` (.ci/run does) to run it`;
-
-t.test("the web UI in headless Chromium", { skip: missing }, async (t) => {
+t.test("the web UI in headless Chromium", { skip: chromiumMissing }, async (t) => {
   let base = "";
   const env = await build(t, { publicUrl: () => base });
   base = await env.app.listen({ port: 0, host: "127.0.0.1" });
@@ -31,29 +25,7 @@ t.test("the web UI in headless Chromium", { skip: missing }, async (t) => {
   const fixtureUrls = new Map<string, string>();
   for (const version of readdirSync(FIXTURES).sort()) fixtureUrls.set(version, await replayFixtures(api, version));
 
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
-  t.teardown(() => browser.close());
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1 });
-  const page = await context.newPage();
-  page.setDefaultTimeout(20_000);
-  const problems: string[] = [];
-  page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
-  page.on("console", (message) => {
-    if (/Content Security Policy|Refused to/i.test(message.text())) problems.push(`CSP: ${message.text()}`);
-  });
-  mkdirSync(SCREENSHOTS, { recursive: true });
+  const { browser, page, problems } = await openBrowser(t);
 
   await t.test("the sessions page asks for a key, asks again when it is refused, then lists", async (t) => {
     await page.goto(`${base}/`);
@@ -144,6 +116,8 @@ t.test("the web UI in headless Chromium", { skip: missing }, async (t) => {
     t.equal(new URL(page.url()).pathname, "/sessions/checkout-1");
     t.same(await timelineKinds(page), ["llm", "tool", "action", "error"], "its four events, in time order");
     t.equal(await page.getAttribute("#timeline-list", "aria-label"), "Timeline: 4 events");
+    t.equal(await page.getAttribute("#timeline-list", "role"), "listbox", "no parent ids: a flat list, as ever");
+    t.equal(await page.locator(".tl-toggle, .tl-toggle-space").count(), 0, "with no disclosure buttons");
     t.equal(await page.textContent('[data-total="events"] dd'), "4");
     t.equal(await page.textContent('[data-total="cost"] dd'), "$0.000089");
     t.match(await page.textContent("#agents"), /Planner\s*planner/, "the agent, name and id");

@@ -23,7 +23,9 @@ export const ASSETS = [
   "sessions.js",
   "session.js",
   "timeline.js",
+  "tree.js",
   "detail.js",
+  "otel.js",
   "favicon.svg",
 ] as const;
 

@@ -1,7 +1,9 @@
 // The detail panel of the selected event: its times and links, then by kind the prompt and
 // completion as chat messages, the tool's input and output, the action's params and result, the
-// error's details and logs, and last every other field it was sent with (G5). All as text.
+// error's details and logs, the OpenTelemetry span it was made from (ui/otel.js), and last every
+// other field it was sent with (G5). All as text.
 import { asText, fill, formatCost, formatDuration, formatInt, formatTime, h, micros } from "./common.js";
+import { spanOf, spanSection } from "./otel.js";
 import { eventLabel } from "./timeline.js";
 
 /** The fields shown in their own place; everything else goes under "Other fields". */
@@ -35,6 +37,7 @@ const SHOWN = new Set([
   "details",
   "trigger_event_id",
   "trigger_event_type",
+  "parent_id",
 ]);
 
 const given = (value) => value !== undefined && value !== null;
@@ -118,22 +121,26 @@ export function showEvent(panel, event, agents, select) {
   const start = micros(event.init_timestamp);
   const end = micros(event.end_timestamp);
   const agent = agents.find((a) => a.id === event.agent_id);
-  const trigger = given(event.trigger_event_id)
-    ? h(
-        "button",
-        {
-          type: "button",
-          class: "link-button",
-          onclick: (e) => {
-            const button = e.currentTarget;
-            if (select(event.trigger_event_id) || button.disabled) return;
-            button.disabled = true;
-            button.after(" (not shown in the timeline)");
+  /** A button that selects another event of the timeline, by its id. */
+  const link = (id, cls) =>
+    given(id)
+      ? h(
+          "button",
+          {
+            type: "button",
+            class: `link-button ${cls}`,
+            onclick: (e) => {
+              const button = e.currentTarget;
+              if (select(id) || button.disabled) return;
+              button.disabled = true;
+              button.after(" (not shown in the timeline)");
+            },
           },
-        },
-        String(event.trigger_event_id),
-      )
-    : null;
+          String(id),
+        )
+      : null;
+  const trigger = link(event.trigger_event_id, "trigger-link");
+  const span = spanOf(event);
 
   const body = [];
   if (event.type === "llm") {
@@ -173,8 +180,11 @@ export function showEvent(panel, event, agents, select) {
       block("Details", event.details, "error-details"),
     );
   }
+  if (span) body.push(spanSection(span, facts, start));
   body.push(block("Logs", event.logs, "logs"));
-  const others = Object.fromEntries(Object.entries(event).filter(([key]) => !SHOWN.has(key)));
+  const others = Object.fromEntries(
+    Object.entries(event).filter(([key]) => !SHOWN.has(key) && !(key === "otel" && span)),
+  );
   if (Object.keys(others).length > 0) body.push(block("Other fields", others));
 
   fill(
@@ -187,6 +197,7 @@ export function showEvent(panel, event, agents, select) {
     ),
     facts([
       ["Event id", event.id],
+      ["Parent", link(event.parent_id, "parent-link")],
       ["Started", formatTime(event.init_timestamp, true)],
       ["Ended", given(event.end_timestamp) ? formatTime(event.end_timestamp, true) : "—"],
       ["Duration", Number.isFinite(end) ? formatDuration((end - start) / 1000) : undefined],

@@ -2,11 +2,17 @@
 // is virtualised: however many events there are (10 000 and more), only the rows in view, plus a
 // few either side, exist in the page, so scrolling and refreshing cost the same as for 20 events.
 // It is one ARIA listbox: click a row, or focus the list and use the arrow keys, PageUp/PageDown
-// and Home/End, to select an event.
+// and Home/End, to select an event. When events name their parents (spans, otlp.md T14) it is an
+// ARIA tree instead (ui/tree.js): children indented under their parent, a disclosure button on
+// each row that has children, ArrowRight/ArrowLeft to expand, collapse, or go to the parent; the
+// virtualisation then runs over the rows of the expanded subtrees only.
 import { fill, formatDuration, h, micros } from "./common.js";
+import { ancestorIds, buildTree, visibleRows } from "./tree.js";
 
 const ROW_HEIGHT = 26; // px; must match .tl-row in app.css
 const OVERSCAN = 10;
+const INDENT = 14; // px per tree level
+const MAX_INDENT_LEVELS = 12; // deeper levels are drawn at this indentation (the level is still told)
 
 /** A row's short name: the model, tool, action or error type. */
 export function eventLabel(event) {
@@ -38,6 +44,8 @@ export class Timeline {
     this.all = [];
     this.rows = []; // the shown rows: { event, start, end, label } of the kinds not hidden
     this.hidden = new Set();
+    this.tree = null; // the events' tree, when they name parents (buildTree)
+    this.collapsed = new Set(); // ids of the collapsed events, kept across refreshes
     this.selectedId = null;
     this.first = -1; // first rendered index, to skip renders that would change nothing
 
@@ -67,8 +75,11 @@ export class Timeline {
     this.viewport.addEventListener("click", (event) => {
       const row = event.target.closest(".tl-row");
       if (!row) return;
-      this.viewport.focus({ preventScroll: true });
-      this.selectIndex(Number(row.dataset.index));
+      const toggle = event.target.closest(".tl-toggle");
+      // A pointer click leaves the keyboard in the list; Enter or Space on the button keeps it there.
+      if (!toggle || event.detail > 0) this.viewport.focus({ preventScroll: true });
+      if (toggle) this.toggle(Number(row.dataset.index));
+      else this.selectIndex(Number(row.dataset.index));
     });
     this.viewport.addEventListener("keydown", (event) => this.onKey(event));
     new ResizeObserver(() => this.render(true)).observe(this.viewport);
@@ -89,6 +100,8 @@ export class Timeline {
     }
     this.t0 = Number.isFinite(t0) ? t0 : 0;
     this.span = Math.max(t1 - this.t0, 1);
+    this.tree = buildTree(this.all);
+    this.viewport.setAttribute("role", this.tree ? "tree" : "listbox");
     this.applyFilter();
   }
 
@@ -104,7 +117,8 @@ export class Timeline {
   }
 
   applyFilter() {
-    this.rows = this.hidden.size === 0 ? this.all : this.all.filter((row) => !this.hidden.has(row.event.type));
+    if (this.tree) this.rows = visibleRows(this.tree, this.collapsed, this.hidden);
+    else this.rows = this.hidden.size === 0 ? this.all : this.all.filter((row) => !this.hidden.has(row.event.type));
     this.spacer.style.height = `${this.rows.length * ROW_HEIGHT}px`;
     this.viewport.dataset.count = String(this.rows.length);
     this.viewport.setAttribute("aria-label", `Timeline: ${this.rows.length} events`);
@@ -124,9 +138,24 @@ export class Timeline {
     fill(this.ticks, ticks);
   }
 
-  /** The selected event as last given to setEvents, or undefined. */
+  /** The selected event as last given to setEvents (shown or in a collapsed subtree), or undefined. */
   get selectedEvent() {
-    return this.rows[this.indexOfSelected()]?.event;
+    if (this.selectedId === null) return undefined;
+    return (this.rows[this.indexOfSelected()] ?? this.all.find((row) => row.event.id === this.selectedId))?.event;
+  }
+
+  /** Collapses or expands the subtree of the row at this index (a row with children). */
+  toggle(index, expand) {
+    const row = this.rows[index];
+    if (!row?.hasChildren) return;
+    const open = expand ?? !row.expanded;
+    if (open === row.expanded) return;
+    if (open) this.collapsed.delete(row.event.id);
+    else this.collapsed.add(row.event.id);
+    const hadSelection = this.indexOfSelected() >= 0;
+    this.applyFilter();
+    // The selected event went into the collapsed subtree: the collapsed row takes the selection.
+    if (hadSelection && this.indexOfSelected() < 0) this.selectIndex(index);
   }
 
   indexOfSelected() {
@@ -142,47 +171,82 @@ export class Timeline {
     this.first = first;
     const last = Math.min(this.rows.length, first + Math.ceil(height / ROW_HEIGHT) + 2 * OVERSCAN);
     const selected = this.indexOfSelected();
+    // A disclosure button with the focus is about to be replaced: its successor gets the focus.
+    const active = document.activeElement;
+    const refocus = active?.classList.contains("tl-toggle") && this.spacer.contains(active);
+    const focusedId = refocus ? active.closest(".tl-row").dataset.eventId : null;
     const elements = [];
     for (let index = first; index < last; index++) elements.push(this.rowElement(index, index === selected));
     fill(this.spacer, elements);
+    if (refocus) {
+      const row = elements.find((element) => element.dataset.eventId === focusedId);
+      (row?.querySelector(".tl-toggle") ?? this.viewport).focus({ preventScroll: true });
+    }
     if (selected >= first && selected < last) this.viewport.setAttribute("aria-activedescendant", `tl-ev-${selected}`);
     else this.viewport.removeAttribute("aria-activedescendant");
   }
 
   rowElement(index, selected) {
-    const { event, start, end, label } = this.rows[index];
+    const { event, start, end, label, depth, hasChildren, expanded } = this.rows[index];
     const duration = (end - start) / 1000;
     const hasEnd = typeof event.end_timestamp === "string";
     const bar = h("span", { class: "tl-bar" });
     bar.style.left = `${((start - this.t0) / this.span) * 100}%`;
     bar.style.width = `${((end - start) / this.span) * 100}%`;
+    const tree = this.tree !== null;
+    const labelCell = h(
+      "span",
+      { class: "tl-label" },
+      tree ? this.disclosure(label, hasChildren, expanded, selected) : null,
+      h("span", { class: "tl-kind" }, event.type),
+      h("span", { class: "tl-name" }, label),
+      h("span", { class: "tl-dur" }, hasEnd ? formatDuration(duration) : ""),
+    );
+    if (tree) labelCell.style.paddingLeft = `${4 + Math.min(depth, MAX_INDENT_LEVELS) * INDENT}px`;
     const row = h(
       "div",
       {
         class: `tl-row kind-${event.type}${selected ? " selected" : ""}`,
         id: `tl-ev-${index}`,
-        role: "option",
+        role: tree ? "treeitem" : "option",
         "aria-selected": selected ? "true" : "false",
-        "aria-posinset": index + 1,
-        "aria-setsize": this.rows.length,
+        "aria-level": tree ? depth + 1 : undefined,
+        "aria-expanded": tree && hasChildren ? String(expanded) : undefined,
+        "aria-posinset": tree ? this.rows[index].posinset : index + 1,
+        "aria-setsize": tree ? this.rows[index].setsize : this.rows.length,
         "data-index": index,
         "data-event-id": event.id,
         "data-kind": event.type,
+        "data-depth": tree ? depth : undefined,
         title: `${event.type} · ${label} · starts +${formatDuration((start - this.t0) / 1000)} · ${
           hasEnd ? formatDuration(duration) : "no end time"
         }`,
       },
-      h(
-        "span",
-        { class: "tl-label" },
-        h("span", { class: "tl-kind" }, event.type),
-        h("span", { class: "tl-name" }, label),
-        h("span", { class: "tl-dur" }, hasEnd ? formatDuration(duration) : ""),
-      ),
+      labelCell,
       h("span", { class: "tl-track" }, bar),
     );
     row.style.top = `${index * ROW_HEIGHT}px`;
     return row;
+  }
+
+  /**
+   * The disclosure button of a row with children (a blank of its width on the others). Only the
+   * selected row's button is in the tab order: Tab from the list reaches it, and the arrow keys
+   * do the same from the list itself.
+   */
+  disclosure(label, hasChildren, expanded, selected) {
+    if (!hasChildren) return h("span", { class: "tl-toggle-space", "aria-hidden": "true" });
+    return h(
+      "button",
+      {
+        type: "button",
+        class: "tl-toggle",
+        tabindex: selected ? "0" : "-1",
+        "aria-expanded": String(expanded),
+        "aria-label": `${expanded ? "Collapse" : "Expand"} ${label}`,
+      },
+      expanded ? "▾" : "▸",
+    );
   }
 
   /** Selects the event at this index of the shown rows, scrolls it into view and reports it. */
@@ -200,14 +264,22 @@ export class Timeline {
     this.onSelect(row.event);
   }
 
-  /** Selects an event by id (a link in the detail panel); false when it is not shown. */
+  /** Selects an event by id (a link in the detail panel), opening its collapsed ancestors; false when it is not shown. */
   selectId(id) {
+    if (this.tree) {
+      const closed = ancestorIds(this.tree, id).filter((ancestor) => this.collapsed.has(ancestor));
+      for (const ancestor of closed) this.collapsed.delete(ancestor);
+      if (closed.length > 0) this.applyFilter();
+    }
     const index = this.rows.findIndex((row) => row.event.id === id);
     if (index >= 0) this.selectIndex(index);
     return index >= 0;
   }
 
   onKey(event) {
+    const navigation = event.key.startsWith("Arrow") || ["PageUp", "PageDown", "Home", "End"].includes(event.key);
+    // From a row's disclosure button the keys move in the list, which takes the focus back.
+    if (navigation && event.target !== this.viewport) this.viewport.focus({ preventScroll: true });
     const page = Math.max(1, Math.floor(this.viewport.clientHeight / ROW_HEIGHT) - 1);
     const current = this.indexOfSelected();
     const moves = {
@@ -218,6 +290,17 @@ export class Timeline {
       Home: 0,
       End: this.rows.length - 1,
     };
+    const row = this.rows[current];
+    if (this.tree && row && (event.key === "ArrowRight" || event.key === "ArrowLeft")) {
+      event.preventDefault();
+      // Right: open the row, else go to its first child; Left: close it, else go to its parent.
+      if (event.key === "ArrowRight" && row.hasChildren && !row.expanded) this.toggle(current, true);
+      else if (event.key === "ArrowRight" && this.rows[current + 1]?.parentIndex === current)
+        this.selectIndex(current + 1);
+      else if (event.key === "ArrowLeft" && row.hasChildren && row.expanded) this.toggle(current, false);
+      else if (event.key === "ArrowLeft" && row.parentIndex >= 0) this.selectIndex(row.parentIndex);
+      return;
+    }
     if (!(event.key in moves)) return;
     event.preventDefault();
     this.selectIndex(moves[event.key]);

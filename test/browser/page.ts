@@ -1,9 +1,50 @@
-/** What the browser test (test/browser.test.ts) reads from the page, and the README screenshots it writes. */
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import type { Browser, Page } from "playwright-core";
+/**
+ * What the browser tests (test/browser*.test.ts) share: Chromium's launch, what they read from
+ * the page, and the README screenshots they write.
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { type Browser, chromium, type Page } from "playwright-core";
 import type { Test } from "tap";
 
 export const SCREENSHOTS = new URL("../../docs/screenshots/", import.meta.url);
+
+const CHROMIUM = "/usr/bin/chromium";
+
+/** Why a browser test is skipped (no Chromium), or false. */
+export const chromiumMissing = existsSync(CHROMIUM)
+  ? false
+  : `Chromium is not installed at ${CHROMIUM}, so the browser test is skipped: install Debian's package with \`apt-get install -y chromium\` (.ci/run does) to run it`;
+
+/**
+ * Headless Chromium with one 1280 × 800 page, closed when the test ends; `problems` collects
+ * every page error and Content-Security-Policy violation, for the test to assert there is none.
+ */
+export async function openBrowser(t: Test) {
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+  t.teardown(() => browser.close());
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1 });
+  const page = await context.newPage();
+  page.setDefaultTimeout(20_000);
+  const problems: string[] = [];
+  page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+  page.on("console", (message) => {
+    if (/Content Security Policy|Refused to/i.test(message.text())) problems.push(`CSP: ${message.text()}`);
+  });
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  return { browser, page, problems };
+}
 
 /** The session ids the sessions table shows, in order. */
 const listed = (page: Page) =>
