@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 340b639801f974a2bcf0bfedec4ee992a5773fdf1b8596e2d84fb2608818070d. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 96fd55463531beedbc9123efbfeeaf7349103cb2a45e3ef408700b2fc48bd696. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -697,7 +697,8 @@ export interface paths {
          * Web UI, a script, style sheet or icon
          * @description The files the pages load, all shipped in the repository's `ui/` folder and read into
          *     memory at start-up. `asset` is a file name from a fixed list (`app.css`, `common.js`,
-         *     `sessions.js`, `session.js`, `timeline.js`, `detail.js`, `favicon.svg`); any other
+         *     `sessions.js`, `session.js`, `timeline.js`, `tree.js`, `detail.js`, `otel.js`,
+         *     `favicon.svg`); any other
          *     name, a path, `..` or an encoded slash is a 404. Same headers as `GET /`.
          */
         get: operations["getUiAsset"];
