@@ -19,6 +19,8 @@ export interface Config {
   publicUrl: string | undefined;
   jwtSecret: string | undefined;
   bodyLimit: number;
+  /** The OTLP endpoints' body limit, before and after decompression (otlp.md T2). */
+  otlpBodyLimit: number;
   maxEvents: number;
   authFailLimit: number;
   authFailWindowSeconds: number;
@@ -45,7 +47,18 @@ const SETTINGS = {
   apiKey: { env: "AGENTMON_API_KEY", flag: "api-key", fallback: undefined, read: readApiKey },
   publicUrl: { env: "AGENTMON_PUBLIC_URL", flag: "public-url", fallback: undefined, read: readUrl },
   jwtSecret: { env: "AGENTMON_JWT_SECRET", flag: "jwt-secret", fallback: undefined, read: (v: string) => v },
-  bodyLimit: { env: "AGENTMON_BODY_LIMIT", flag: "body-limit", fallback: "5MiB", read: readSize },
+  bodyLimit: {
+    env: "AGENTMON_BODY_LIMIT",
+    flag: "body-limit",
+    fallback: "5MiB",
+    read: (v: string) => readSize(v, "AGENTMON_BODY_LIMIT"),
+  },
+  otlpBodyLimit: {
+    env: "AGENTMON_OTLP_BODY_LIMIT",
+    flag: "otlp-body-limit",
+    fallback: "16MiB",
+    read: (v: string) => readSize(v, "AGENTMON_OTLP_BODY_LIMIT"),
+  },
   maxEvents: {
     env: "AGENTMON_MAX_EVENTS",
     flag: "max-events",
@@ -119,13 +132,11 @@ function readUrl(value: string): string {
 
 const UNITS: Record<string, number> = { "": 1, b: 1, k: 1024, kb: 1000, kib: 1024, m: MIB, mb: 1e6, mib: MIB };
 
-export function readSize(value: string): number {
+export function readSize(value: string, name = "AGENTMON_BODY_LIMIT"): number {
   const m = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(value);
   const unit = m ? UNITS[(m[2] ?? "").toLowerCase()] : undefined;
   if (!m || unit === undefined || Number(m[1]) * unit < 1024) {
-    throw new ConfigError(
-      `AGENTMON_BODY_LIMIT must be a size such as 5MiB, 512KiB or 1048576, at least 1KiB (got "${value}")`,
-    );
+    throw new ConfigError(`${name} must be a size such as 5MiB, 512KiB or 1048576, at least 1KiB (got "${value}")`);
   }
   return Math.floor(Number(m[1]) * unit);
 }
@@ -178,7 +189,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string 
 
 export const USAGE = `Usage:
   agentmon serve [--port N] [--host H] [--db PATH] [--api-key UUID] [--public-url URL]
-                 [--jwt-secret S] [--body-limit SIZE] [--max-events N] [--log-level L]
+                 [--jwt-secret S] [--body-limit SIZE] [--otlp-body-limit SIZE]
+                 [--max-events N] [--log-level L]
                  [--auth-fail-limit N] [--auth-fail-window SECONDS] [--trust-proxy T]
                  [--request-timeout SECONDS] [--keepalive-timeout SECONDS]
                  [--max-event-loop-delay MS] [--rate-limit PER_MINUTE] [--prices FILE]
@@ -188,7 +200,8 @@ export const USAGE = `Usage:
   agentmon keys revoke <key-or-prefix>    revoke a key at once
 
 Each serve flag has an environment variable: PORT, HOST, AGENTMON_DB, AGENTMON_API_KEY,
-AGENTMON_PUBLIC_URL, AGENTMON_JWT_SECRET, AGENTMON_BODY_LIMIT, AGENTMON_MAX_EVENTS,
+AGENTMON_PUBLIC_URL, AGENTMON_JWT_SECRET, AGENTMON_BODY_LIMIT, AGENTMON_OTLP_BODY_LIMIT,
+AGENTMON_MAX_EVENTS,
 AGENTMON_LOG_LEVEL, AGENTMON_AUTH_FAIL_LIMIT, AGENTMON_AUTH_FAIL_WINDOW, AGENTMON_TRUST_PROXY,
 AGENTMON_REQUEST_TIMEOUT, AGENTMON_KEEPALIVE_TIMEOUT, AGENTMON_MAX_EVENT_LOOP_DELAY,
 AGENTMON_RATE_LIMIT, AGENTMON_PRICES, AGENTMON_SYNCHRONOUS.`;

@@ -48,6 +48,7 @@ async function ensureConfiguredKey(store: Store, key: string): Promise<void> {
 /** The app's settings, from the command line's. */
 const appOptions = (config: Config) => ({
   bodyLimit: config.bodyLimit,
+  otlpBodyLimit: config.otlpBodyLimit,
   maxEvents: config.maxEvents,
   authFailLimit: config.authFailLimit,
   authFailWindowMs: config.authFailWindowSeconds * 1000,
