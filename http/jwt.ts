@@ -46,7 +46,10 @@ export function signJwt(jwt: JWT, claims: Omit<Claims, "exp">): string {
  */
 export function jwtVerifier(jwt: JWT): (token: string, nowSeconds: number) => Claims | undefined {
   const payloadOf = verifiedPayloads(jwt);
-  return (token, nowSeconds) => acceptedClaims(payloadOf(token), nowSeconds);
+  return (token, nowSeconds) => {
+    const payload = payloadOf(token);
+    return payload === undefined ? undefined : acceptedClaims(payload, nowSeconds);
+  };
 }
 
 /** otlp.md T5: a token for the OTLP and v4 endpoints lives 30 days; AgentOps 0.4 never refreshes it. */
