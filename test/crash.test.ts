@@ -16,7 +16,7 @@ import { join } from "node:path";
 import t from "tap";
 import { type Client, random } from "./crash/batches.ts";
 import { retryAfterRestart, verify } from "./crash/checks.ts";
-import { ACKED_BEFORE_KILL_TIMER, CLIENTS, loadAndKill, post, start } from "./crash/round.ts";
+import { ACKED_BEFORE_KILL_TIMER, CLIENTS, loadAndKill, post, start, v2Sender } from "./crash/round.ts";
 import { tempDir } from "./helper.ts";
 
 const SEED = Number(process.env.CRASH_SEED ?? Math.floor(Math.random() * 2 ** 31));
@@ -44,8 +44,8 @@ t.test(`G7/G8: SIGKILL ${KILLS} times under load, restart on the same file (seed
   }
 
   for (let round = 1; round <= KILLS; round++) {
-    const result = await loadAndKill(t, server, base, clients, killRng);
-    t.ok(result.acked > 0, `round ${round}: ${result.acked} batches (${result.ackedEvents} events) acknowledged`);
+    const result = await loadAndKill(t, server, base, clients.map(v2Sender), killRng);
+    t.ok(result.acked > 0, `round ${round}: ${result.acked} batches (${result.ackedItems} events) acknowledged`);
     t.same(result.unexpected, [], `round ${round}: every answer was 200 with the batch's ids, or 503`);
     t.comment(`round ${round}: killed ${result.killDelayMs} ms after ${ACKED_BEFORE_KILL_TIMER} acknowledgements`);
 
