@@ -8,6 +8,7 @@ import type { Test } from "tap";
 import { type Agentmon, agentmon, childEnv, LISTENING } from "../process.ts";
 import { type Batch, type Client, nextBatch, type Random } from "./batches.ts";
 
+/** v2 clients (test/crash/batches.ts); the OTLP clients come on top (test/crash/otlp.ts). */
 export const CLIENTS = 8;
 /** A round's kill timer starts once this many batches were acknowledged in it (so no round is vacuous). */
 export const ACKED_BEFORE_KILL_TIMER = 2 * CLIENTS;
@@ -21,7 +22,7 @@ const JWT_SECRET = "crash-test-secret-crash-test-secret-0123456789";
 
 // ----------------------------------------------------------------------------- HTTP
 
-interface Answer {
+export interface Answer {
   /** 0 when no answer came (connection refused or reset, as a kill does). */
   status: number;
   body: unknown;
@@ -74,11 +75,40 @@ export function start(t: Test, db: string, apiKey: string): Promise<{ server: Ag
 
 // ----------------------------------------------------------------------------- one round of load
 
+/** What became of one batch a client sent; `problem` is an answer the test does not accept. */
+export interface Sent {
+  /** 0: no answer (the kill); 200: acknowledged; anything else: refused. */
+  status: number;
+  /** Events (or spans) in the batch. */
+  items: number;
+  problem?: string;
+}
+
+/** A client's next batch, made, sent and its state recorded. */
+export type SendNext = (base: string) => Promise<Sent>;
+
+/** A v2 client's next create_events batch (test/crash/batches.ts). */
+export const v2Sender =
+  (client: Client): SendNext =>
+  async (base) => {
+    const batch = nextBatch(client);
+    const answer = await sendBatch(base, client, batch);
+    const sent: Sent = { status: answer.status, items: batch.ids.length };
+    if (answer.status === 0) return sent;
+    batch.state = answer.status === 200 ? "acked" : "refused";
+    if (answer.status === 200 && !answersIds(answer, batch)) {
+      sent.problem = `${batch.ids[0]}: 200 ${JSON.stringify(answer.body)}`;
+    } else if (answer.status !== 200 && answer.status !== 503) {
+      sent.problem = `${batch.ids[0]}: ${answer.status} ${JSON.stringify(answer.body).slice(0, 300)}`;
+    }
+    return sent;
+  };
+
 interface RoundResult {
   acked: number;
-  ackedEvents: number;
+  ackedItems: number;
   killDelayMs: number;
-  /** Answers that were neither 200 nor the 503 an overloaded server may give. */
+  /** Answers that were neither 200 (as expected) nor the 503 an overloaded server may give. */
   unexpected: string[];
 }
 
@@ -86,37 +116,31 @@ interface RoundResult {
  * Runs the clients against `base` until the server is killed: once enough batches are
  * acknowledged, a seeded random delay, then SIGKILL while requests are in flight.
  */
-export async function loadAndKill(t: Test, server: Agentmon, base: string, clients: Client[], killRng: Random) {
-  const result: RoundResult = { acked: 0, ackedEvents: 0, killDelayMs: killRng.int(...KILL_DELAY_MS), unexpected: [] };
+export async function loadAndKill(t: Test, server: Agentmon, base: string, senders: SendNext[], killRng: Random) {
+  const result: RoundResult = { acked: 0, ackedItems: 0, killDelayMs: killRng.int(...KILL_DELAY_MS), unexpected: [] };
   let killed = false;
   let enough: () => void = () => {};
   const enoughAcked = new Promise<void>((resolve) => {
     enough = resolve;
   });
 
-  const drive = async (client: Client) => {
+  const drive = async (sendNext: SendNext) => {
     for (let sent = 0; sent < MAX_BATCHES_PER_ROUND && !killed; sent++) {
-      const batch = nextBatch(client);
-      const answer = await sendBatch(base, client, batch);
+      const answer = await sendNext(base);
+      if (answer.problem !== undefined) result.unexpected.push(answer.problem);
       if (answer.status === 0) return; // the server is gone: this batch's fate is unknown
       if (answer.status === 200) {
-        batch.state = "acked";
         result.acked++;
-        result.ackedEvents += batch.ids.length;
-        if (!answersIds(answer, batch)) result.unexpected.push(`${batch.ids[0]}: 200 ${JSON.stringify(answer.body)}`);
+        result.ackedItems += answer.items;
         if (result.acked >= ACKED_BEFORE_KILL_TIMER) enough();
         continue;
       }
-      batch.state = "refused";
-      if (answer.status !== 503) {
-        result.unexpected.push(`${batch.ids[0]}: ${answer.status} ${JSON.stringify(answer.body).slice(0, 300)}`);
-        return;
-      }
+      if (answer.status !== 503) return;
       await sleep(50); // overloaded: give it a moment, as a client honouring Retry-After would
     }
   };
 
-  const loops = Promise.all(clients.map(drive));
+  const loops = Promise.all(senders.map(drive));
   await Promise.race([enoughAcked, loops]);
   await sleep(result.killDelayMs);
   server.child.kill("SIGKILL");
