@@ -14,7 +14,7 @@ import { CompressionAlgorithm } from "@opentelemetry/otlp-exporter-base";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { BatchSpanProcessor, NodeTracerProvider, type SpanExporter } from "@opentelemetry/sdk-trace-node";
 import t from "tap";
-import { API_KEY } from "./helper.ts";
+import { API_KEY, build } from "./helper.ts";
 import {
   agentmon,
   collectingLogger,
@@ -26,6 +26,7 @@ import {
   RESPONSE_MODEL,
   runChild,
   SYSTEM,
+  sessionOf,
 } from "./otlp.clients.helpers.ts";
 
 /** gpt-4o-mini in prices/models.json: $0.15 and $0.60 per million prompt and completion tokens. */
@@ -166,7 +167,11 @@ for (const { media, gzip } of EXPORTERS) {
     t.ok(Math.abs(llm?.cost - PRICE_57_17) < 1e-12, `priced from the price table: ${llm?.cost}`);
     t.match(
       doc.events.find((e) => e.id === toolId),
-      { name: "get_weather", otel: { status: { code: 2 } } },
+      {
+        name: "get_weather",
+        input: '{"city":"Paris"}',
+        otel: { status: { code: 2 } },
+      },
     );
     const [exception, status] = [`${toolId}:exception:0`, `${toolId}:status`].map((id) =>
       doc.events.find((e) => e.id === id),
@@ -191,7 +196,7 @@ const SCOPES = {
 
 for (const instrumentation of INSTRUMENTATIONS) {
   t.test(`${SCOPES[instrumentation]} on the openai client: a plain and a streamed chat call`, async (t) => {
-    const { base, exported } = await agentmon(t);
+    const { base, env, exported } = await agentmon(t);
     const openai = await fakeOpenAI(t);
     const { report } = await runChild(t, instrumentation, base, openai.url);
     t.equal(report.plainText, REPLY, "the client got the fake server's answer");
@@ -261,5 +266,29 @@ for (const instrumentation of INSTRUMENTATIONS) {
         "the GenAI log records are kept with their span",
       );
     }
+
+    // T15: export?format=otlp is OTLP/JSON a client could send again, and it stores the same.
+    const read = { "x-agentmon-api-key": API_KEY };
+    const otlp = await env.inject({
+      method: "GET",
+      url: `/v2/sessions/${sessionOf(report.traceId)}/export?format=otlp`,
+      headers: read,
+    });
+    const twin = await build(t);
+    const sent = await twin.inject({
+      method: "POST",
+      url: "/v1/traces",
+      headers: { "content-type": "application/json", authorization: `Bearer ${API_KEY}` },
+      payload: otlp.body,
+    });
+    t.equal(sent.statusCode, 200, sent.body);
+    const copy = await twin.inject({
+      method: "GET",
+      url: `/v2/sessions/${sessionOf(report.traceId)}/export`,
+      headers: read,
+    });
+    t.strictSame(copy.json().events, doc.events, "the OTLP export sent again stores the same events", {
+      todo: logs ? "the GenAI log records are exported as a span field /v1/traces does not read" : false,
+    });
   });
 }
