@@ -126,6 +126,8 @@ export interface GenAiEvent {
   attributes: JsonObject;
   /** A log record's body (plain); span events have none. */
   body?: unknown;
+  /** A log record's other fields, kept (G5): times, severity, flags, scope. */
+  record?: JsonObject;
 }
 
 /** A GenAI log record of a span (otlp.md T3), as the store keeps it until and after its span arrives. */

@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 96fd55463531beedbc9123efbfeeaf7349103cb2a45e3ef408700b2fc48bd696. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 07e5666f75a108c7416ca6072c38a864602054470cc183b689bfff8c9fb37534. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {

@@ -8,16 +8,58 @@
  */
 import type { EventRecord, JsonObject } from "../../domain/types.ts";
 import { sessionIdToTraceId } from "./ids.ts";
-import type { InstrumentationScope, Resource, ResourceSpans, ScopeSpans, Span, TraceRequest } from "./types.ts";
+import type {
+  AnyValue,
+  InstrumentationScope,
+  KeyValue,
+  Resource,
+  ResourceSpans,
+  ScopeSpans,
+  Span,
+  SpanEvent,
+  TraceRequest,
+} from "./types.ts";
 
 const isObject = (value: unknown): value is JsonObject =>
   typeof value === "object" && value !== null && !Array.isArray(value);
 
+/** A plain JSON value as an OTLP AnyValue (integers as intValue). */
+function anyValue(value: unknown): AnyValue {
+  if (typeof value === "string") return { stringValue: value };
+  if (typeof value === "boolean") return { boolValue: value };
+  if (typeof value === "number") return Number.isInteger(value) ? { intValue: String(value) } : { doubleValue: value };
+  if (Array.isArray(value)) return { arrayValue: { values: value.map(anyValue) } };
+  if (isObject(value)) return { kvlistValue: { values: keyValues(value) } };
+  return {};
+}
+const keyValues = (object: JsonObject): KeyValue[] =>
+  Object.entries(object).map(([key, value]) => ({ key, value: anyValue(value) }));
+
+/**
+ * The GenAI log records kept with a span (T3) as span events of the same names, their bodies
+ * under `gen_ai.event.content`: the form in which a span carries GenAI events itself, so that the
+ * export sent again gives the same messages.
+ */
+function recordEvents(records: unknown, start: string): SpanEvent[] {
+  if (!Array.isArray(records)) return [];
+  return records.filter(isObject).map((record) => {
+    const attributes = keyValues(isObject(record.attributes) ? record.attributes : {});
+    if (record.body !== undefined) {
+      attributes.push({ key: "gen_ai.event.content", value: { stringValue: JSON.stringify(record.body) } });
+    }
+    const kept = isObject(record.record) ? record.record : {};
+    const time = typeof kept.timeUnixNano === "string" ? kept.timeUnixNano : kept.observedTimeUnixNano;
+    return { timeUnixNano: typeof time === "string" ? time : start, name: String(record.name), attributes };
+  });
+}
+
 /** A span rebuilt from what otelOf kept, and the ids the record gives back. */
 function spanOf(otel: JsonObject, traceId: string, spanId: string, parentId: string | null | undefined): Span {
-  const { scope: _scope, resource: _resource, schemaUrl: _s, resourceSchemaUrl: _r, ...rest } = otel;
+  const { scope: _scope, resource: _resource, schemaUrl: _s, resourceSchemaUrl: _r, log_records, ...rest } = otel;
   const span = { traceId, spanId, ...rest } as unknown as Span;
   if (parentId) span.parentSpanId = parentId;
+  if (log_records !== undefined)
+    span.events = [...(span.events ?? []), ...recordEvents(log_records, span.startTimeUnixNano)];
   return span;
 }
 

@@ -6,9 +6,9 @@
  */
 import { createHash } from "node:crypto";
 import { isGenAiEventName } from "../../domain/genai.ts";
-import type { SpanRecordWrite } from "../../domain/types.ts";
+import type { GenAiEvent, JsonObject, SpanRecordWrite } from "../../domain/types.ts";
 import { traceIdToSessionId } from "./ids.ts";
-import type { LogRecord, LogsRequest } from "./types.ts";
+import type { InstrumentationScope, LogRecord, LogsRequest } from "./types.ts";
 import { nanosToTimestamp, plain, plainObject } from "./values.ts";
 
 const TRACE_ID = /^(?!0{32})[0-9a-f]{32}$/;
@@ -19,6 +19,17 @@ function nameOf(record: LogRecord): string | undefined {
   const attribute = record.attributes.find((kv) => kv.key === "event.name")?.value;
   const name = attribute && "stringValue" in attribute ? attribute.stringValue : undefined;
   return isGenAiEventName(name) ? name : undefined;
+}
+
+/** What else the record said, kept with it (G5): its times, severity, flags and scope. */
+function recordFields(record: LogRecord, scope: InstrumentationScope): JsonObject {
+  const out: JsonObject = { scope: { name: scope.name, ...(scope.version ? { version: scope.version } : {}) } };
+  if (record.timeUnixNano !== undefined) out.timeUnixNano = record.timeUnixNano;
+  if (record.observedTimeUnixNano !== undefined) out.observedTimeUnixNano = record.observedTimeUnixNano;
+  if (record.severityNumber !== undefined) out.severityNumber = record.severityNumber;
+  if (record.severityText !== undefined) out.severityText = record.severityText;
+  if (record.flags !== undefined) out.flags = record.flags;
+  return out;
 }
 
 /** The records of the request that are kept (T3), each with its span; `now` dates a record without a time. */
@@ -32,14 +43,18 @@ export function mapLogRecords(request: LogsRequest, now: { iso: string; us: numb
         const spanId = record.spanId.toLowerCase();
         if (name === undefined || !TRACE_ID.test(traceId) || !SPAN_ID.test(spanId)) continue;
         const at = nanosToTimestamp(record.timeUnixNano) ?? nanosToTimestamp(record.observedTimeUnixNano) ?? now;
-        const event = {
+        const event: GenAiEvent = {
           name,
           attributes: plainObject(record.attributes),
           ...(record.body === undefined ? {} : { body: plain(record.body) }),
+          record: recordFields(record, scope.scope),
         };
-        const digest = createHash("sha256")
-          .update(JSON.stringify([traceId, spanId, record.timeUnixNano ?? "", event]))
+        // The record's place in its request leads the digest: records of one instant (an
+        // instrumentation stamps every message of a call alike) keep the order they were sent in.
+        const hash = createHash("sha256")
+          .update(JSON.stringify([traceId, spanId, event]))
           .digest("base64url");
+        const digest = `${String(writes.length).padStart(8, "0")}.${hash}`;
         writes.push({
           session_id: traceIdToSessionId(traceId),
           span_id: spanId,

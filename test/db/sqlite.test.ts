@@ -6,7 +6,7 @@
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import t, { type Test } from "tap";
-import { migrate } from "../../db/sqlite/migrate.ts";
+import { migrate, schemaVersion } from "../../db/sqlite/migrate.ts";
 import { openDb } from "../../db/sqlite/open.ts";
 import { sqliteStore } from "../../db/sqlite/store.ts";
 import { tempDir } from "../helper.ts";
@@ -14,16 +14,17 @@ import { tempDir } from "../helper.ts";
 /** A database path in a folder that does not exist yet, in a temporary folder removed when `t` ends. */
 const tempDb = (t: Test) => join(tempDir(t), "nested", "agentmon.db");
 
-t.test("migrations: a new file is created with its folder, WAL on, schema at the latest version (2)", async (t) => {
+t.test("migrations: a new file is created with its folder, WAL on, schema at the latest version", async (t) => {
+  const latest = schemaVersion();
   const path = tempDb(t);
   const db = openDb(path);
   t.equal(db.pragma("journal_mode", { simple: true }), "wal");
   t.equal(db.pragma("foreign_keys", { simple: true }), 1);
-  t.equal(db.pragma("user_version", { simple: true }), 2);
-  t.equal(migrate(db), 2, "running again changes nothing");
+  t.equal(db.pragma("user_version", { simple: true }), latest);
+  t.equal(migrate(db), latest, "running again changes nothing");
   db.close();
   const again = openDb(path);
-  t.equal(again.pragma("user_version", { simple: true }), 2, "reopening keeps the version");
+  t.equal(again.pragma("user_version", { simple: true }), latest, "reopening keeps the version");
   again.close();
 });
 
