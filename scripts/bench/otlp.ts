@@ -295,14 +295,41 @@ export async function otlpIngest(
   };
 }
 
-/** Sends `spans` spans (rounded up to whole requests) as fast as `connections` connections go. */
+/**
+ * Sends `spans` spans (rounded up to whole requests) as fast as `connections` connections go,
+ * until that many were answered 200: a request refused (a 503 while the server lags, a timeout)
+ * is sent again, as an exporter would, and counted in `failed`.
+ */
 export async function otlpSend(server: Server, spans: number, connections: number) {
   const bodies = otlpBodies();
-  const result = await autocannon({
-    url: server.url,
-    connections,
-    amount: Math.ceil(spans / SPANS_PER_REQUEST),
-    requests: otlpRequests(server, bodies),
-  });
-  return { requests: result.requests.total, failed: result.non2xx + result.errors + result.timeouts };
+  return untilAccepted(Math.ceil(spans / SPANS_PER_REQUEST), (amount, onResponse) =>
+    autocannon({ url: server.url, connections, amount, requests: otlpRequests(server, bodies, onResponse) }),
+  );
+}
+
+/**
+ * Runs `run(amount, onResponse)` until `wanted` requests were answered 200 (at most 20 runs);
+ * answers how many were sent and how many of them failed, by status ("timeout" and "error" for
+ * autocannon's own).
+ */
+export async function untilAccepted(
+  wanted: number,
+  run: (amount: number, onResponse: (status: number) => void) => Promise<autocannon.Result>,
+) {
+  let accepted = 0;
+  let requests = 0;
+  const failed: Record<string, number> = {};
+  const count = (status: number) => {
+    if (status === 200) accepted++;
+    else failed[status] = (failed[status] ?? 0) + 1;
+  };
+  for (let round = 0; round < 20 && accepted < wanted; round++) {
+    const result = await run(wanted - accepted, count);
+    requests += result.requests.sent;
+    if (result.timeouts) failed.timeout = (failed.timeout ?? 0) + result.timeouts;
+    if (result.errors > result.timeouts) failed.error = (failed.error ?? 0) + result.errors - result.timeouts;
+  }
+  if (accepted < wanted)
+    throw new Error(`only ${accepted} of ${wanted} requests were answered 200: ${JSON.stringify(failed)}`);
+  return { requests, accepted, failed };
 }
