@@ -8,7 +8,14 @@
  * - HTTP floor: a bare Fastify server (scripts/bench/floor.mjs) whose POST route parses the JSON
  *   body and answers {"status":"success"}, given the same bodies and connections;
  * - storage limit: the same event rows inserted straight through agentmon's schema and Store, in
- *   1000-row transactions, on the same disk (scripts/bench/storage.ts).
+ *   1000-row transactions, on the same disk (scripts/bench/storage.ts);
+ * - span storage limit (B7's): the rows of B7's spans, decoded and mapped before the clock starts,
+ *   written the same way through the Store's ingestTraces, about 1000 spans per transaction
+ *   (scripts/bench/storage-spans.ts). Not B1's storage limit: a span's event row carries the whole
+ *   span under extra.otel (G5: every attribute, its scope and its resource), about 4 times an event
+ *   row of B1, so against B1's baseline the ratio would measure the row size rather than what the
+ *   server adds (HTTP, protobuf decoding, mapping, the trip to the storage thread). B1's storage
+ *   limit is shown next to it for reference.
  *
  * Scenarios (targets from issue 3; printed, never asserted; B for benchmark: the contract's S1–S7
  * are its session rules):
@@ -18,6 +25,7 @@
  *   B4 cold start: spawn to first 200 from create_session, median of 10   ≤ 1.5 × bare Fastify
  *   B5 memory: RSS after 1 M events                             ≤ 150 MB, ≤ 10 % growth over the last 500 k
  *   B6 growth: B1 with 5 M events already stored                          ≥ 0.8 × B1 on an empty database
+ *   B7 OTLP: protobuf /v1/traces, 100 spans per request, 50 connections   ≥ 0.6 × span storage limit
  *
  * Each baseline is measured right before its scenario (B6's, B1 on an empty database, again
  * right before B6): this shared machine's speed drifts by tens of percent within minutes.
@@ -33,6 +41,7 @@ import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { compareAgainst } from "./bench/against.ts";
+import { decodeCost, otlpBodies, otlpIngest } from "./bench/otlp.ts";
 import { lifecycle, memory } from "./bench/scenarios.ts";
 import { ingest, openSessions, ROOT, type Server, START_ARGS, startAgentmon } from "./load.ts";
 
@@ -51,6 +60,7 @@ const CONNECTIONS = 50;
 const B5_EVENTS = quick ? 200_000 : 1_000_000;
 const B6_STORED = quick ? 500_000 : 5_000_000;
 const SPAWNS = quick ? 5 : 10;
+const B7_STORAGE_SPANS = quick ? 50_000 : 150_000;
 
 interface Row {
   id: string;
@@ -106,17 +116,13 @@ function startProcess(args: string[], env: NodeJS.ProcessEnv = process.env) {
   return { child, url, stop };
 }
 
-/** The storage limit: rows/s inserted by scripts/bench/storage.ts into `path`. */
-function storageLimit(path: string, events: number, key = randomUUID()) {
-  const out = execFileSync(
-    process.execPath,
-    ["--import", "tsx", "scripts/bench/storage.ts", path, String(events), "1000", key],
-    {
-      cwd: ROOT,
-      encoding: "utf8",
-      stdio: ["ignore", "pipe", "inherit"],
-    },
-  );
+/** The storage limit: rows/s inserted by scripts/bench/storage.ts (or `script`) into `path`. */
+function storageLimit(path: string, events: number, key = randomUUID(), script = "scripts/bench/storage.ts") {
+  const out = execFileSync(process.execPath, ["--import", "tsx", script, path, String(events), "1000", key], {
+    cwd: ROOT,
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   return JSON.parse(out.trim().split("\n").pop() ?? "{}") as { rows_per_s: number; seconds: number };
 }
 
@@ -307,6 +313,42 @@ try {
     extra: { p99_ms: b6.p99, failed: b6.failed },
   });
 
+  // ---------------------------------------------------------------- B7
+  log("\nB7: OTLP protobuf, 100 spans per request, fresh database");
+  const cost = decodeCost(otlpBodies());
+  log(
+    `  in-process, per span: decode ${cost.decode_us.toFixed(1)} µs + accept ${cost.accept_us.toFixed(1)} µs + map ` +
+      `${cost.map_us.toFixed(1)} µs = ${cost.total_us.toFixed(1)} µs (pricing ${cost.price_us.toFixed(1)} µs more)`,
+  );
+  const spanStorage = storageLimit(
+    join(dir, "spans.db"),
+    B7_STORAGE_SPANS,
+    randomUUID(),
+    "scripts/bench/storage-spans.ts",
+  );
+  log(
+    `  span storage limit: ${fmt(spanStorage.rows_per_s)} spans/s (about 1000-span transactions, no HTTP, no decoding)`,
+  );
+  server = await startAgentmon();
+  const b7 = await otlpIngest(server, { connections: CONNECTIONS, seconds: SECONDS, warmup: WARMUP });
+  await server.stop();
+  record({
+    id: "B7",
+    scenario: "OTLP protobuf, 100 spans/request (4 traces), 50 connections",
+    value: b7.spansPerS,
+    unit: "spans/s",
+    baseline: { name: "span storage limit", value: spanStorage.rows_per_s },
+    ratio: b7.spansPerS / spanStorage.rows_per_s,
+    target: "≥ 0.6 × span storage limit",
+    met: b7.spansPerS >= 0.6 * spanStorage.rows_per_s,
+    extra: {
+      p99_ms: b7.p99,
+      failed: b7.failed,
+      decode_us_per_span: Number(cost.total_us.toFixed(2)),
+      ratio_to_event_storage_limit: Number((b7.spansPerS / storage.rows_per_s).toFixed(3)),
+    },
+  });
+
   table();
   const report = {
     quick,
@@ -316,7 +358,11 @@ try {
       memory_gb: Math.round(totalmem() / 2 ** 30),
       node: process.version,
     },
-    baselines: { storage_rows_per_s: storage.rows_per_s, http_floor_rps: floorSmall.rps },
+    baselines: {
+      storage_rows_per_s: storage.rows_per_s,
+      http_floor_rps: floorSmall.rps,
+      span_storage_rows_per_s: spanStorage.rows_per_s,
+    },
     scenarios: rows,
     seconds: Math.round((Date.now() - startedAt) / 1000),
   };
