@@ -191,3 +191,19 @@ export const eventParams = (sessionPk: number, e: EventRecord) => {
   const row = eventRow(e);
   return Object.fromEntries([["session_pk", sessionPk], ...EVENT_COLUMNS.map((column, i) => [column, row[i]])]);
 };
+
+/** Where an event row keeps what the trace writer reads (EVENT_COLUMNS order). */
+export const ROW = {
+  id: 0,
+  agent_id: EVENT_COLUMNS.indexOf("agent_id"),
+  body: EVENT_COLUMNS.indexOf("body"),
+  extra: EVENT_COLUMNS.indexOf("extra"),
+  parent_id: EVENT_COLUMNS.indexOf("parent_id"),
+  own_agent_id: EVENT_COLUMNS.indexOf("own_agent_id"),
+} as const;
+
+/** An event row back as its record (the rare path that must re-read one: T3 log records). */
+export function recordOfRow(row: EventRow): EventRecord {
+  const named = Object.fromEntries(EVENT_COLUMNS.map((column, i) => [column, row[i]])) as unknown as StoredEvent;
+  return eventRecord(named);
+}

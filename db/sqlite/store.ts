@@ -8,7 +8,7 @@
 import { type PriceTable, priceEvent, priceTable } from "../../domain/prices.ts";
 import { patchEvent } from "../../domain/records.ts";
 import { parseTimestamp, type Timestamp } from "../../domain/timestamps.ts";
-import type { EventRecord } from "../../domain/types.ts";
+import type { EventRecord, TraceOutcome } from "../../domain/types.ts";
 import { SchemaMismatch } from "../errors.ts";
 import type { Store } from "../store.ts";
 import { type Checkpointer, startCheckpointer } from "./checkpointer.ts";
@@ -20,11 +20,13 @@ import { schemaVersion, versionOf } from "./migrate.ts";
 import type { Db } from "./open.ts";
 import { type EventRow, eventRow } from "./rows.ts";
 import { SessionTable } from "./sessions.ts";
-import { TraceTable } from "./traces.ts";
+import { rowsOf, type TraceRows, TraceTable, traceRows } from "./traces.ts";
 
 export interface SqliteStore extends Store {
   /** Group transactions committed since the store was made: lets tests see calls coalesce. */
   readonly commits: number;
+  /** ingestTraces with the events' rows already built (`traceRows`), e.g. by another thread. */
+  ingestTraceRows(projectId: string, writes: TraceRows[], keyId?: string): Promise<TraceOutcome[]>;
   /** insertEvents with the rows already built (`eventRow`), e.g. by another thread. */
   insertEventRows(projectId: string, sessionId: string, rows: EventRow[], keyId?: string): Promise<boolean>;
 }
@@ -72,6 +74,8 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
     const pk = sessions.pkOf(projectId, sessionId);
     return pk === undefined ? otherwise : run(pk);
   };
+  const ingestTraceRows = (projectId: string, writes: TraceRows[], keyId?: string) =>
+    write(rowsOf(writes), keyId, projectId, () => traces.ingest(projectId, writes));
   const insertEventRows = (projectId: string, sessionId: string, rows: EventRow[], keyId?: string) =>
     write(rows.length, keyId, projectId, () => inSession(projectId, sessionId, (pk) => events.insert(pk, rows), false));
 
@@ -106,13 +110,8 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
     upsertAgent: (projectId, sessionId, agent, keyId) =>
       write(1, keyId, projectId, () => inSession(projectId, sessionId, (pk) => events.upsertAgent(pk, agent), false)),
 
-    ingestTraces: (projectId, writes, keyId) =>
-      write(
-        writes.reduce((rows, trace) => rows + trace.events.length, 0),
-        keyId,
-        projectId,
-        () => traces.ingest(projectId, writes),
-      ),
+    ingestTraces: (projectId, writes, keyId) => ingestTraceRows(projectId, writes.map(traceRows), keyId),
+    ingestTraceRows,
     attachSpanRecords: (projectId, records, keyId) =>
       write(records.length, keyId, projectId, () => traces.attachRecords(projectId, records)),
     appendSessionLog: (projectId, sessionId, text, now, keyId) =>

@@ -20,6 +20,7 @@ import { keyReader } from "./keys.ts";
 import { openReader, type Synchronous } from "./open.ts";
 import { eventRow } from "./rows.ts";
 import type { SqliteStore } from "./store.ts";
+import { rowsOf, traceRows } from "./traces.ts";
 
 export interface StoreThreadData {
   path: string;
@@ -205,6 +206,11 @@ export async function openThreadedStore(options: ThreadOptions): Promise<Threade
     // The rows' JSON is built here, on the main thread, so that the storage thread only writes.
     insertEvents: (projectId, sessionId, events, keyId) =>
       channel.call("insertEventRows", [projectId, sessionId, events.map(eventRow), keyId], events.length),
+    // The same for spans; the call counts its rows toward the backlog bound (O2), as create_events does.
+    ingestTraces: (projectId, writes, keyId) => {
+      const rows = writes.map(traceRows);
+      return channel.call("ingestTraceRows", [projectId, rows, keyId], rowsOf(rows));
+    },
     close() {
       closed ??= (async () => {
         // The reader goes first, so that the worker's connection is the last and removes the WAL.

@@ -23,9 +23,20 @@ import {
   eventRow,
   json,
   parse,
+  ROW,
+  recordOfRow,
   type SessionRow,
   type StoredEvent,
 } from "./rows.ts";
+
+/** A TraceWrite whose events are rows already (rows.ts eventRow), as the storage thread takes it. */
+export type TraceRows = Omit<TraceWrite, "events"> & { rows: EventRow[] };
+
+/** How many rows a request's traces write: what the group commit and the thread's backlog count. */
+export const rowsOf = (writes: TraceRows[]) => writes.reduce((rows, write) => rows + Math.max(1, write.rows.length), 0);
+
+/** The rows of a TraceWrite's events: JSON built by the caller, so the writer only writes. */
+export const traceRows = ({ events, ...write }: TraceWrite): TraceRows => ({ ...write, rows: events.map(eventRow) });
 
 const EVENT_INSERT_COLUMNS = EVENT_COLUMNS.join(", ");
 const EVENT_ROW_LENGTH = EVENT_COLUMNS.length;
@@ -107,12 +118,15 @@ export class TraceTable {
     this.#q = prepare(db);
   }
 
-  /** T12-T17 for one request's traces, in the caller's transaction; one outcome per trace. */
-  ingest(projectId: string, writes: TraceWrite[]): TraceOutcome[] {
+  /**
+   * T12-T17 for one request's traces, in the caller's transaction; one outcome per trace. The
+   * events come as rows (rows.ts eventRow), built by the caller, on its own thread if it has one.
+   */
+  ingest(projectId: string, writes: TraceRows[]): TraceOutcome[] {
     return writes.map((write) => {
       const pk = this.#session(projectId, write);
       if (pk === undefined) return "foreign";
-      this.#events(pk, write.events);
+      this.#events(pk, write.rows);
       this.#agents(pk, write.agents);
       return "stored";
     });
@@ -212,33 +226,48 @@ export class TraceTable {
    * looked for in this request first, then among the stored events; and gives that agent to the
    * stored descendants of the new events, which arrived before them.
    */
-  #events(pk: number, events: SpanEventRecord[]) {
-    const byId = new Map(events.map((event) => [event.id, event]));
+  #events(pk: number, rows: EventRow[]) {
+    const byId = new Map(rows.map((row) => [row[ROW.id] as string, row]));
     const resolved = new Map<string, string | null>();
-    const agentOf = (event: SpanEventRecord, depth: number): string | null => {
-      if (event.agent_id !== null) return event.agent_id;
-      const known = resolved.get(event.id);
+    const agentOf = (row: EventRow, depth: number): string | null => {
+      const own = row[ROW.agent_id] as string | null;
+      if (own !== null) return own;
+      const id = row[ROW.id] as string;
+      const known = resolved.get(id);
       if (known !== undefined) return known;
+      const parentId = row[ROW.parent_id] as string | null;
       let agent: string | null = null;
-      if (event.parent_id !== null && depth < MAX_DEPTH) {
-        const parent = byId.get(event.parent_id);
-        agent = parent ? agentOf(parent, depth + 1) : (this.#q.agentOf.get(pk, event.parent_id)?.agent_id ?? null);
+      if (parentId !== null && depth < MAX_DEPTH) {
+        const parent = byId.get(parentId);
+        agent = parent ? agentOf(parent, depth + 1) : (this.#q.agentOf.get(pk, parentId)?.agent_id ?? null);
       }
-      resolved.set(event.id, agent);
+      resolved.set(id, agent);
       return agent;
     };
     const inserted: { id: string; agent: string | null }[] = [];
     // T3: log records that came before their spans; the table is empty unless logs were sent.
     const records = this.#q.hasRecords.get(pk) !== undefined;
-    for (const event of events) {
-      const agent = agentOf(event, 0);
-      const logged = records ? withLogRecords(event, this.#records(pk, event.id)) : event;
-      const row: EventRow = eventRow(agent === event.agent_id ? logged : { ...logged, agent_id: agent });
-      if (this.#q.insert.run(pk, row).changes === 1) inserted.push({ id: event.id, agent });
+    for (const given of rows) {
+      const id = given[ROW.id] as string;
+      const agent = agentOf(given, 0);
+      let row = records ? this.#withRecords(pk, given) : given;
+      if (agent !== row[ROW.agent_id]) {
+        row = [...row] as EventRow;
+        row[ROW.agent_id] = agent;
+      }
+      if (this.#q.insert.run(pk, row).changes === 1) inserted.push({ id, agent });
     }
     for (const { id, agent } of inserted) {
       if (agent !== null && this.#q.staleChild.get(pk, id, agent)) this.#q.inherit.run({ pk, id, agent });
     }
+  }
+
+  /** The row with the span's GenAI log records applied (T3), when there are any. */
+  #withRecords(pk: number, row: EventRow): EventRow {
+    const records = this.#records(pk, row[ROW.id] as string);
+    if (records.length === 0) return row;
+    const event = { ...recordOfRow(row), parent_id: row[ROW.parent_id], own_agent_id: row[ROW.own_agent_id] };
+    return eventRow(withLogRecords(event as SpanEventRecord, records));
   }
 
   /** Registers the agents not registered yet (a span sent again changes nothing: T17). */
