@@ -44,17 +44,19 @@ function protobufAnswer(kind: string, answer: { partialSuccess?: PartialSuccess 
  * answer the spec types, which is sent as it is, or encoded as its protobuf message.
  */
 export function otlpRoutes(app: FastifyInstance, bodyLimit: number) {
+  // Route-level, so that no other route pays for a hook.
   app.addHook("onRoute", (route) => {
-    if ((route.config as Record<string, unknown> | undefined)?.otlp) route.bodyLimit = bodyLimit;
-  });
-  app.addHook("preHandler", async (req, reply) => {
-    const kind = otlpRoute(req);
+    const kind = (route.config as { otlp?: string } | undefined)?.otlp;
     if (kind === undefined) return;
-    if (isProtobuf(req)) {
-      reply.type(PROTOBUF).serializer((answer) => Buffer.from(protobufAnswer(kind, answer as object)) as never);
-    } else {
-      reply.type("application/json; charset=utf-8").serializer((answer) => JSON.stringify(answer));
-    }
+    route.bodyLimit = bodyLimit;
+    const answerInKind = async (req: FastifyRequest, reply: FastifyReply) => {
+      if (isProtobuf(req)) {
+        reply.type(PROTOBUF).serializer((answer) => Buffer.from(protobufAnswer(kind, answer as object)) as never);
+      } else {
+        reply.type("application/json; charset=utf-8").serializer((answer) => JSON.stringify(answer));
+      }
+    };
+    route.preHandler = [...[route.preHandler ?? []].flat(), answerInKind];
   });
 }
 

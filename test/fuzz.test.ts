@@ -24,7 +24,7 @@
  *
  * This file runs every property in one process, in this order, so that the coverage test at the
  * end sees the cases of all of them: the properties are in test/fuzz/ (valid.ts, invalid.ts,
- * raw.ts, limits.ts, requests.ts), with what they share (setup.ts, rules.ts, app.ts, checks.ts,
+ * raw.ts, limits.ts, requests.ts, otlp.ts for the OTLP operations), with what they share (setup.ts, rules.ts, app.ts, checks.ts,
  * plans.ts and the plans per operation); the generators are test/arbitraries/.
  */
 import fc from "fast-check";
@@ -36,6 +36,7 @@ import { fuzzApp } from "./fuzz/app.ts";
 import { checkAnswer, counted, fail, perOperation, property, show } from "./fuzz/checks.ts";
 import { oneChangeAwayIsRefused } from "./fuzz/invalid.ts";
 import { bodiesNearTheSizeLimit, nestingAroundTheLimit } from "./fuzz/limits.ts";
+import { otlpNever5xx } from "./fuzz/otlp.ts";
 import { inputs } from "./fuzz/plans.ts";
 import { rawBodiesNever5xx } from "./fuzz/raw.ts";
 import { undeclaredMethodsAre405, withoutBodyNever5xx } from "./fuzz/requests.ts";
@@ -61,6 +62,7 @@ t.test(
   withoutBodyNever5xx,
 );
 t.test("every path answers the methods it does not declare with 405 and Allow (G3)", undeclaredMethodsAre405);
+t.test("OTLP bodies, broken real ones and random ones, never get a 5xx; failures are a Status (T10)", otlpNever5xx);
 
 // ---------------------------------------------------------------------------------- the generators themselves
 

@@ -35,6 +35,8 @@ export interface Operation {
   parameters: Parameter[];
   /** The status codes the operation documents. */
   responses: number[];
+  /** The OTLP message an OTLP operation takes (`x-fastify-config.otlp`: traces, logs, metrics). */
+  otlp?: string;
 }
 
 const METHODS = ["get", "put", "post", "delete", "patch", "head", "options"];
@@ -65,6 +67,7 @@ export function operationsOf(spec: Spec): Operation[] {
         body: requestBody?.content?.["application/json"]?.schema,
         parameters,
         responses: Object.keys(op.responses ?? {}).map(Number),
+        ...(op["x-fastify-config"]?.otlp ? { otlp: op["x-fastify-config"].otlp as string } : {}),
       });
     }
   }
