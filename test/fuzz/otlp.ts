@@ -51,8 +51,9 @@ const protobufBody = fc.oneof(
 /** Every path of a JSON value (arrays and objects), for replacing one at random. */
 function paths(value: unknown, at: (string | number)[] = [], out: (string | number)[][] = []) {
   out.push(at);
-  if (Array.isArray(value)) value.forEach((item, i) => paths(item, [...at, i], out));
-  else if (isObject(value)) for (const key of Object.keys(value)) paths(value[key], [...at, key], out);
+  if (Array.isArray(value)) {
+    for (const [i, item] of value.entries()) paths(item, [...at, i], out);
+  } else if (isObject(value)) for (const key of Object.keys(value)) paths(value[key], [...at, key], out);
   return out;
 }
 function replaced(value: unknown, path: (string | number)[], by: unknown): unknown {
@@ -145,7 +146,11 @@ async function v3v4Never5xx(t: Test, ctx: Ctx, op: Operation) {
     fc.record({ api_key: fc.oneof(fc.constant(API_KEY), fc.uuid(), fc.string()) }),
     fc.record({ body: fc.oneof(fc.string(), fc.jsonValue()) }),
   );
-  const traceId = fc.oneof(fc.string(), fc.bigInt({ min: 0n, max: 2n ** 130n }).map(String), fc.stringMatching(/^[0-9a-fA-F]{0,40}$/));
+  const traceId = fc.oneof(
+    fc.string(),
+    fc.bigInt({ min: 0n, max: 2n ** 130n }).map(String),
+    fc.stringMatching(/^[0-9a-fA-F]{0,40}$/),
+  );
   await property(
     t,
     `${op.operationId}: random bodies and headers`,
