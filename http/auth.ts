@@ -44,11 +44,10 @@ export async function credentials(app: FastifyInstance, options: CredentialOptio
     if (wait > 0) throw tooManyRequests(wait, "This API key is over its request rate limit");
   };
 
-  async function checkApiKey(req: FastifyRequest) {
+  /** The API key given, checked (4.1), counted when it fails (4.6) and rate limited (O3). */
+  async function acceptApiKey(req: FastifyRequest, given: string) {
     const wait = limiter.retryAfter(req.ip, now());
     if (wait > 0) throw tooManyRequests(wait);
-    const header = req.headers["x-agentmon-api-key"] ?? req.headers["x-agentops-api-key"];
-    const given = typeof header === "string" ? header.trim() : "";
     const key = isApiKeyShape(given) ? await store.apiKeyByHash(hashApiKey(given)) : undefined;
     if (!isLive(key)) {
       limiter.fail(req.ip, now());
@@ -56,6 +55,11 @@ export async function credentials(app: FastifyInstance, options: CredentialOptio
     }
     throttle(key.id);
     req.apiKey = key;
+  }
+
+  async function checkApiKey(req: FastifyRequest) {
+    const header = req.headers["x-agentmon-api-key"] ?? req.headers["x-agentops-api-key"];
+    await acceptApiKey(req, typeof header === "string" ? header.trim() : "");
   }
 
   /**
@@ -115,16 +119,7 @@ export async function credentials(app: FastifyInstance, options: CredentialOptio
    * the body is read and validated, with the same 401 and 4.6 count as a bad key header.
    */
   async function checkBodyApiKey(req: FastifyRequest) {
-    const wait = limiter.retryAfter(req.ip, now());
-    if (wait > 0) throw tooManyRequests(wait);
-    const given = String((req.body as { api_key?: unknown }).api_key ?? "").trim();
-    const key = isApiKeyShape(given) ? await store.apiKeyByHash(hashApiKey(given)) : undefined;
-    if (!isLive(key)) {
-      limiter.fail(req.ip, now());
-      throw invalidApiKey();
-    }
-    throttle(key.id);
-    req.apiKey = key;
+    await acceptApiKey(req, String((req.body as { api_key?: unknown }).api_key ?? "").trim());
   }
 
   app.addHook("onRoute", (route) => {

@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import t from "tap";
+import { schemaVersion } from "../db/sqlite/migrate.ts";
 import { openDb } from "../db/sqlite/open.ts";
 import { parseTimestamp } from "../domain/timestamps.ts";
 import { costOf, read, send } from "./cost.helpers.ts";
@@ -38,7 +39,7 @@ t.test("migration 002 upgrades a real version-1 database file", async (t) => {
   v1.close();
 
   const db = openDb(path);
-  t.equal(db.pragma("user_version", { simple: true }), 2, "now at version 2");
+  t.equal(db.pragma("user_version", { simple: true }), schemaVersion(), "now at the latest version");
   const migrated = db.prepare("SELECT id, cost_source, cost, end_timestamp, end_us FROM events ORDER BY id").all() as {
     id: string;
     cost_source: string;
@@ -57,7 +58,15 @@ t.test("migration 002 upgrades a real version-1 database file", async (t) => {
   const indexes = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'index'").all() as { name: string }[]).map(
     (row) => row.name,
   );
-  for (const name of ["sessions_by_project_time", "sessions_by_project_state", "events_by_agent"]) {
+  const spans = db.prepare("SELECT count(*) AS n FROM events WHERE parent_id IS NOT NULL OR own_agent_id IS NOT NULL");
+  t.equal((spans.get() as { n: number }).n, 0, "migration 003: the old events are no spans");
+  for (const name of [
+    "sessions_by_project_time",
+    "sessions_by_project_state",
+    "events_by_agent",
+    "events_by_parent",
+    "sessions_by_conversation",
+  ]) {
     t.ok(indexes.includes(name), `index ${name}`);
   }
   t.throws(
