@@ -303,7 +303,12 @@ export async function otlpIngest(
 export async function otlpSend(server: Server, spans: number, connections: number) {
   const bodies = otlpBodies();
   return untilAccepted(Math.ceil(spans / SPANS_PER_REQUEST), (amount, onResponse) =>
-    autocannon({ url: server.url, connections, amount, requests: otlpRequests(server, bodies, onResponse) }),
+    autocannon({
+      url: server.url,
+      connections: Math.min(connections, amount), // autocannon refuses more connections than requests
+      amount,
+      requests: otlpRequests(server, bodies, onResponse),
+    }),
   );
 }
 
