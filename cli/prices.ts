@@ -136,9 +136,10 @@ async function check(config: Config, io: Output): Promise<number> {
 
 function layers(config: Config, imported: ImportedPrices | undefined): string {
   const parts: string[] = [];
-  if (config.prices !== undefined) parts.push(`${LAYERS.overrides} (${config.prices.length} entries)`);
+  const count = (n: number) => `${n} ${n === 1 ? "entry" : "entries"}`;
+  if (config.prices !== undefined) parts.push(`${LAYERS.overrides} (${count(config.prices.length)})`);
   if (imported !== undefined) parts.push(`${LAYERS.imported} ${imported.imported_at} from ${imported.source}`);
-  parts.push(`${LAYERS.shipped} (${shippedPrices().length} entries)`);
+  parts.push(`${LAYERS.shipped} (${count(shippedPrices().length)})`);
   return parts.join(", then ");
 }
 
