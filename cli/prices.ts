@@ -21,13 +21,10 @@ import type { ImportedPrices, UnpricedModel } from "../domain/types.ts";
 import { isoFromMicros } from "../domain/views.ts";
 import { type Config, ConfigError, type Output, USAGE } from "./config.ts";
 
-/**
- * One short-lived connection in this thread. Its own price table is the shipped one, so that an
- * imported table a newer agentmon finds invalid cannot stop the import that replaces it.
- */
+/** One short-lived connection in this thread, as the `keys` commands open it. */
 function openStore(path: string, synchronous: Synchronous): Store {
   try {
-    return sqliteStore(openDb(path, { synchronous }), { checkpointer: false, prices: priceTable() });
+    return sqliteStore(openDb(path, { synchronous }), { checkpointer: false });
   } catch (error) {
     throw new ConfigError(`cannot open the database ${path}: ${(error as Error).message}`);
   }

@@ -247,8 +247,10 @@ t.test(
     t.equal(err.length, 1, "one line");
     t.match(
       err[0],
-      /^agentmon: cannot open the database .*: the price table imported on 2026-11-01T00:00:00Z is not valid \(\/old\/prices\.json: entries 0 and 1 overlap .*\); correct it and import it again with `agentmon prices import FILE`$/,
+      /^agentmon: the price table imported on 2026-11-01T00:00:00Z is not valid \(\/old\/prices\.json: entries 0 and 1 overlap .*\); correct it and import it again with `agentmon prices import FILE`$/,
     );
+
+    t.equal((await inProcess(["keys", "list"], db)).code, 0, "the keys commands do not read it");
 
     const fixed = writeTable(dir, "fixed.json", HOUSE);
     const again = await cli(t, ["prices", "import", fixed], db);

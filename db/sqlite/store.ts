@@ -66,9 +66,16 @@ function typedErrors<S extends object>(store: S): S {
 
 export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
   const priceRows = priceStatements(db);
-  const prices =
-    options.prices ?? priceTable(options.priceOverrides, shippedPrices(), importedEntries(priceRows.imported()));
-  const apply: EventPatcher = options.patcher ?? ((stored, patch) => priceEvent(patchEvent(stored, patch), prices));
+  // The imported table is the one there now (an import while the server runs applies from its
+  // next start, for both threads alike); it is checked on first use, so that a table a newer
+  // agentmon refuses stops `serve` (which checks it at start) and not `agentmon keys`.
+  const importedAtOpen = options.prices === undefined ? priceRows.imported() : undefined;
+  let table = options.prices;
+  const prices = () => {
+    table ??= priceTable(options.priceOverrides, shippedPrices(), importedEntries(importedAtOpen));
+    return table;
+  };
+  const apply: EventPatcher = options.patcher ?? ((stored, patch) => priceEvent(patchEvent(stored, patch), prices()));
   const checkpointer = startCheckpointing(db, options.checkpointer !== false);
   const keys = keyStatements(db);
   const sessions = new SessionTable(db);
