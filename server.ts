@@ -1,11 +1,12 @@
 /**
- * The `agentmon` command: `serve`, and `keys create|list|revoke`. This is the only module that
+ * The `agentmon` command: `serve`, `keys create|list|revoke` and `prices check|import`. This is the only module that
  * reads the environment and the command line (bin/agentmon.js hands them in); everything else
  * gets its settings passed in.
  */
 import { parseArgs } from "node:util";
 import { ConfigError, FLAG_OPTIONS, loadConfig, type Output, USAGE } from "./cli/config.ts";
 import { keys } from "./cli/keys.ts";
+import { prices } from "./cli/prices.ts";
 import { serve } from "./cli/serve.ts";
 
 const console_: Output = {
@@ -21,6 +22,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Output = 
     const [command, sub, ...rest] = positionals;
     if (command === "serve") return await serve(loadConfig(env, flags), io);
     if (command === "keys") return await keys(sub, rest, flags, loadConfig(env, flags), io);
+    if (command === "prices") return await prices(sub, rest, loadConfig(env, flags), io);
     io.err(USAGE);
     return command === undefined || command === "help" ? 0 : 2;
   } catch (error) {

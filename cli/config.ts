@@ -198,6 +198,9 @@ export const USAGE = `Usage:
   agentmon keys create [--project NAME]   create an API key; it is printed once
   agentmon keys list                      list keys (prefixes only)
   agentmon keys revoke <key-or-prefix>    revoke a key at once
+  agentmon prices check                   models of stored llm events that have no price
+  agentmon prices import FILE             check a price table and keep it in the database;
+                                          serve uses it from its next start
 
 Each serve flag has an environment variable: PORT, HOST, AGENTMON_DB, AGENTMON_API_KEY,
 AGENTMON_PUBLIC_URL, AGENTMON_JWT_SECRET, AGENTMON_BODY_LIMIT, AGENTMON_OTLP_BODY_LIMIT,

@@ -6,7 +6,7 @@ import { sqliteStore } from "../db/sqlite/store.ts";
 import { openThreadedStore } from "../db/sqlite/thread.ts";
 import type { Store } from "../db/store.ts";
 import { hashApiKey, newSecret } from "../domain/keys.ts";
-import { priceTable } from "../domain/prices.ts";
+import { importedEntries, priceTable, shippedPrices } from "../domain/prices.ts";
 import { type Config, ConfigError, DEFAULT_PROJECT, type Output } from "./config.ts";
 import { createKey } from "./keys.ts";
 
@@ -17,9 +17,7 @@ import { createKey } from "./keys.ts";
 async function openServerStore(config: Config, onFailure: (error: Error) => void): Promise<Store> {
   try {
     if (config.db === ":memory:" || config.db === "") {
-      return sqliteStore(openDb(config.db, { synchronous: config.synchronous }), {
-        prices: priceTable(config.prices ?? []),
-      });
+      return sqliteStore(openDb(config.db, { synchronous: config.synchronous }), { priceOverrides: config.prices });
     }
     return await openThreadedStore({
       path: config.db,
@@ -57,7 +55,6 @@ const appOptions = (config: Config) => ({
   keepAliveTimeoutMs: config.keepAliveTimeoutSeconds * 1000,
   maxEventLoopDelayMs: config.maxEventLoopDelayMs,
   rateLimit: config.rateLimit,
-  prices: priceTable(config.prices ?? []),
   logger: { level: config.logLevel },
 });
 
@@ -88,7 +85,15 @@ export async function serve(config: Config, io: Output): Promise<number> {
   }
   let jwtSecret: string;
   let firstKey: string | undefined;
+  let prices: ReturnType<typeof priceTable>;
   try {
+    // The layers the store re-prices updates with, in the same order (docs/decisions/015-prices.md).
+    const imported = await store.importedPrices();
+    try {
+      prices = priceTable(config.prices ?? [], shippedPrices(), importedEntries(imported));
+    } catch (error) {
+      throw new ConfigError((error as Error).message);
+    }
     jwtSecret = config.jwtSecret ?? (await store.metaValue("jwt_secret", newSecret()));
     if (config.apiKey !== undefined) await ensureConfiguredKey(store, config.apiKey);
     else if ((await store.listApiKeys()).length === 0) firstKey = (await createKey(store, DEFAULT_PROJECT)).key;
@@ -98,7 +103,7 @@ export async function serve(config: Config, io: Output): Promise<number> {
   }
 
   let base = config.publicUrl;
-  const app = await buildApp({ ...appOptions(config), store, jwtSecret, publicUrl: () => base ?? "" });
+  const app = await buildApp({ ...appOptions(config), prices, store, jwtSecret, publicUrl: () => base ?? "" });
   const showFirstKey = (where: string | undefined) => {
     if (firstKey === undefined) return;
     io.out(`agentmon: created the first API key, for project "${DEFAULT_PROJECT}". It is shown only now:`);

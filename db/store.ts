@@ -12,6 +12,7 @@ import type {
   ApiKeyRecord,
   EventPatch,
   EventRecord,
+  ImportedPrices,
   Kind,
   NewSession,
   Page,
@@ -24,6 +25,7 @@ import type {
   SpanRecordWrite,
   TraceOutcome,
   TraceWrite,
+  UnpricedModel,
   UpdateEventsResult,
 } from "../domain/types.ts";
 
@@ -135,6 +137,19 @@ export interface Store {
   ): Promise<number | undefined>;
   /** The session's logs (T6), oldest first; undefined when the session is not in the project. */
   readSessionLog(projectId: string, sessionId: string): Promise<string | undefined>;
+
+  /**
+   * `agentmon prices import` (docs/decisions/015-prices.md): keeps a checked price table's text as
+   * the imported one; servers use it from their next start. The earlier ones are kept.
+   */
+  importPrices(text: string, source: string, now: string): Promise<void>;
+  /** The price table imported last, if any. */
+  importedPrices(): Promise<ImportedPrices | undefined>;
+  /**
+   * `agentmon prices check`: the models of llm events without a cost (cost_source `unknown`), in
+   * every project, with how many such events and when; most events first.
+   */
+  unpricedModels(): Promise<UnpricedModel[]>;
 
   /**
    * Readiness (GET /readyz): proves the database answers, is at the schema version this code

@@ -128,7 +128,17 @@ const BAG_FIELDS = [
 ] as const;
 
 /** Named fields stored in columns of their own (see db/sqlite/migrations). */
-const COLUMN_FIELDS = ["end_timestamp", "agent_id", "model", "prompt_tokens", "completion_tokens", "cost"] as const;
+const COLUMN_FIELDS = [
+  "end_timestamp",
+  "agent_id",
+  "model",
+  "prompt_tokens",
+  "completion_tokens",
+  "cost",
+  "cache_read_tokens",
+  "cache_creation_tokens",
+  "reasoning_tokens",
+] as const;
 
 /** Named fields copied as given into EventInput.fields (aliases are resolved later, by kind). */
 const VALUE_FIELDS: readonly string[] = [...BAG_FIELDS, ...COLUMN_FIELDS, "tool_name"];
@@ -170,6 +180,7 @@ export function readEvent(raw: Raw, path: string, errors: ErrorDetail[], idKey: 
   }
   const end = timestamp(raw.end_timestamp);
   if (end) fields.end_timestamp = end.iso;
+  if (type === undefined || type === "llm") Object.assign(fields, usageDetails(raw, fields));
 
   let init = timestamp(raw.init_timestamp);
   const alias = timestamp(raw.timestamp);
@@ -195,6 +206,46 @@ export function readEvent(raw: Raw, path: string, errors: ErrorDetail[], idKey: 
     extra,
   };
   return input;
+}
+
+const isCount = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 0;
+const objectAt = (value: unknown, key: string): Raw | undefined => {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return undefined;
+  const found = (value as Raw)[key];
+  return typeof found === "object" && found !== null && !Array.isArray(found) ? (found as Raw) : undefined;
+};
+
+/**
+ * The detail counts of OpenAI's `usage`, where clients send it beside the named fields: spread
+ * into the event (`prompt_tokens_details`, `completion_tokens_details`), as an unknown `usage`
+ * field, or inside `returns` (AgentOps SDK 0.3 sends the whole response there); the Chat
+ * Completions names (`prompt_tokens_details.cached_tokens`, `completion_tokens_details.
+ * reasoning_tokens`) and the Responses ones (`input_tokens_details`, `output_tokens_details`).
+ * OpenAI counts both inside prompt_tokens and completion_tokens, as agentmon does. A count given
+ * by name wins; Anthropic's usage is not read (its input_tokens leaves the cache out, so its cache
+ * counts would contradict a prompt_tokens copied from it; see docs/decisions/015-prices.md).
+ */
+function usageDetails(raw: Raw, named: JsonObject): JsonObject {
+  const found: JsonObject = {};
+  const usages = [raw, objectAt(raw, "usage"), objectAt(objectAt(raw, "returns"), "usage")];
+  const first = (details: string[], key: string) => {
+    for (const usage of usages) {
+      for (const name of details) {
+        const value = objectAt(usage, name)?.[key];
+        if (isCount(value)) return value;
+      }
+    }
+    return undefined;
+  };
+  if (!("cache_read_tokens" in named)) {
+    const cached = first(["prompt_tokens_details", "input_tokens_details"], "cached_tokens");
+    if (cached !== undefined) found.cache_read_tokens = cached;
+  }
+  if (!("reasoning_tokens" in named)) {
+    const reasoning = first(["completion_tokens_details", "output_tokens_details"], "reasoning_tokens");
+    if (reasoning !== undefined) found.reasoning_tokens = reasoning;
+  }
+  return found;
 }
 
 /** A kind is required on create (E2). */

@@ -55,8 +55,16 @@ export interface EventRecord {
   end_timestamp: string | null;
   agent_id: string | null;
   model: string | null;
+  /** Every input token of the call, cache reads and writes included (docs/decisions/015-prices.md). */
   prompt_tokens: number | null;
+  /** Every output token of the call, reasoning tokens included. */
   completion_tokens: number | null;
+  /** The part of prompt_tokens read from the provider's prompt cache; absent or null: not given. */
+  cache_read_tokens?: number | null;
+  /** The part of prompt_tokens written to the provider's prompt cache; absent or null: not given. */
+  cache_creation_tokens?: number | null;
+  /** The part of completion_tokens spent on reasoning; absent or null: not given. */
+  reasoning_tokens?: number | null;
   /** The client's cost, or the price table's (see cost_source); null when not known. */
   cost: number | null;
   /**
@@ -213,6 +221,9 @@ export interface SessionTotals {
   /** Sums over llm events. */
   prompt_tokens: number;
   completion_tokens: number;
+  cache_read_tokens: number;
+  cache_creation_tokens: number;
+  reasoning_tokens: number;
   cost: number;
   /** Earliest event init, and latest event init or end, in microseconds; null when no events. */
   first_us: number | null;
@@ -254,4 +265,25 @@ export interface Claims {
 export interface OtlpClaims {
   project_id: string;
   key_id: string;
+}
+
+/** A model of llm events that have no cost (cost_source `unknown`): what `agentmon prices check` lists. */
+export interface UnpricedModel {
+  model: string;
+  /** How many such events, in every project. */
+  events: number;
+  /** How many of them have a token count (the others could not be priced by tokens anyway). */
+  with_tokens: number;
+  /** The earliest and latest init_us of those events. */
+  first_us: number;
+  last_us: number;
+}
+
+/** A price table imported into the database (`agentmon prices import`), as the store keeps it. */
+export interface ImportedPrices {
+  /** The file's text, as it was checked and imported. */
+  text: string;
+  /** The file it was read from. */
+  source: string;
+  imported_at: string;
 }

@@ -42,11 +42,22 @@ const namedView = (event: EventRecord, sessionId: string) => ({
   ...(event.parent_id === undefined || event.parent_id === null ? {} : { parent_id: event.parent_id }),
 });
 
+/** The columns an event view shows when known (the token details also when read from `usage`). */
+const COUNTED = [
+  "model",
+  "prompt_tokens",
+  "completion_tokens",
+  "cache_read_tokens",
+  "cache_creation_tokens",
+  "reasoning_tokens",
+] as const;
+
 /** The event as clients read it: canonical fields, the aliases it was sent with, its unknown fields. */
 export function eventView(event: EventRecord, sessionId: string) {
   const view: JsonObject = namedView(event, sessionId);
-  for (const key of ["model", "prompt_tokens", "completion_tokens"] as const) {
-    if (event[key] !== null) view[key] = event[key];
+  for (const key of COUNTED) {
+    const value = event[key];
+    if (value !== null && value !== undefined) view[key] = value;
   }
   // Only a cost the client sent is a field it sent; a table price is shown by readEventView.
   if (event.cost !== null && (event.cost_source ?? "client") === "client") view.cost = event.cost;
@@ -114,6 +125,9 @@ export function statsView(session: SessionRecord, totals: SessionTotals) {
     event_counts: totals.event_counts,
     prompt_tokens: totals.prompt_tokens,
     completion_tokens: totals.completion_tokens,
+    cache_read_tokens: totals.cache_read_tokens,
+    cache_creation_tokens: totals.cache_creation_tokens,
+    reasoning_tokens: totals.reasoning_tokens,
     cost: formatCost(totals.cost),
     // A clock set wrong on the client can put the end before the start: a duration is never negative.
     duration_ms: Math.max(0, until - session.init_us) / 1000,

@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 07e5666f75a108c7416ca6072c38a864602054470cc183b689bfff8c9fb37534. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 3163ef00783dab082dac568cac5881a090d46f8b3a7638c702811627e8e38348. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -879,13 +879,27 @@ export interface components {
         /**
          * @description One event. The kind comes from `type` or `event_type` (E2); every other field is optional
          *     and `null` means not given. Which fields belong to which kind (E4):
-         *     - **llm**: `model`, `prompt`, `completion`, `prompt_tokens`, `completion_tokens`, `cost`, `thread_id`, `params`, `returns`;
+         *     - **llm**: `model`, `prompt`, `completion`, `prompt_tokens`, `completion_tokens`, `cache_read_tokens`, `cache_creation_tokens`, `reasoning_tokens`, `cost`, `thread_id`, `params`, `returns`;
          *     - **tool**: `name` (or `tool_name`), `input` (or the SDK's `params`), `output` (or the SDK's `returns`), `logs`;
          *     - **action**: `action_type`, `name`, `params`, `returns`, `logs`, `screenshot`;
          *     - **error**: `error_type`, `code`, `details`, `logs`, `trigger_event_id`, `trigger_event_type`;
          *     - **every kind**: `id`, `init_timestamp` (or `timestamp`), `end_timestamp`, `agent_id`, `session_id`.
          *
          *     A field named here is type-checked whatever the kind; any other field is kept as sent (G5).
+         *
+         *     **Token counts.** `prompt_tokens` counts every input token of the call and
+         *     `completion_tokens` every output token. `cache_read_tokens` and `cache_creation_tokens` are
+         *     **parts of** `prompt_tokens`, and `reasoning_tokens` is a **part of** `completion_tokens`
+         *     (as OpenAI's `usage` and the OpenTelemetry GenAI conventions count them). Anthropic's
+         *     `input_tokens` leaves cache reads and writes out: send `prompt_tokens` = `input_tokens` +
+         *     `cache_read_input_tokens` + `cache_creation_input_tokens`. Gemini's
+         *     `candidatesTokenCount` leaves thinking out: send `completion_tokens` =
+         *     `candidatesTokenCount` + `thoughtsTokenCount`. An llm event whose own detail field is not
+         *     given takes it from OpenAI's `usage` sent with it, as an unknown field: at the top level
+         *     (`prompt_tokens_details.cached_tokens`, `completion_tokens_details.reasoning_tokens`), in
+         *     `usage`, or in `returns.usage` (the AgentOps SDK's), in the Chat Completions or the
+         *     Responses form (`input_tokens_details`, `output_tokens_details`); those fields are kept
+         *     as sent too.
          */
         Event: {
             id?: components["schemas"]["NullableId"];
@@ -918,6 +932,23 @@ export interface components {
             prompt_tokens?: number | null;
             /** @description At most 2^53 − 1, the largest integer every JSON client reads exactly. */
             completion_tokens?: number | null;
+            /**
+             * @description The input tokens read from the provider's prompt cache: a part of `prompt_tokens`
+             *     (OpenAI `prompt_tokens_details.cached_tokens`, Anthropic `cache_read_input_tokens`).
+             *     Priced at the price table's cache-read rate.
+             */
+            cache_read_tokens?: number | null;
+            /**
+             * @description The input tokens written to the provider's prompt cache: a part of `prompt_tokens`
+             *     (Anthropic `cache_creation_input_tokens`). Priced at the price table's cache-write rate.
+             */
+            cache_creation_tokens?: number | null;
+            /**
+             * @description The output tokens spent on reasoning (thinking): a part of `completion_tokens` (OpenAI
+             *     `completion_tokens_details.reasoning_tokens`). Priced as completion tokens unless the
+             *     price table gives them a rate of their own.
+             */
+            reasoning_tokens?: number | null;
             /** @description Cost of the call in USD, at most one billion. */
             cost?: number | null;
             /** @description Parameters (llm, action; on tool events an alias of `input`). Any JSON value. */
@@ -1005,7 +1036,9 @@ export interface components {
         /**
          * @description A session's totals, computed from its stored events when read.
          *     - `events`: how many events; `event_counts`: how many of each kind.
-         *     - `prompt_tokens`, `completion_tokens`: sums over the llm events.
+         *     - `prompt_tokens`, `completion_tokens`, `cache_read_tokens`, `cache_creation_tokens`,
+         *       `reasoning_tokens`: sums over the llm events (the last three are parts of the first two;
+         *       an event that did not give one counts 0 in it).
          *     - `cost`: the sum of the llm events' `cost` (the client's, or the price table's; see
          *       `cost_source`), written exactly as `token_cost` (S6) and always the same sum.
          *     - `duration_ms`: `end_timestamp` − `init_timestamp` of the session in milliseconds (with
@@ -1027,6 +1060,9 @@ export interface components {
             };
             prompt_tokens: number;
             completion_tokens: number;
+            cache_read_tokens: number;
+            cache_creation_tokens: number;
+            reasoning_tokens: number;
             /**
              * @description USD, a plain decimal string as `token_cost` (S6) writes it.
              * @example 0.0000021
@@ -1073,7 +1109,9 @@ export interface components {
          *     sent (canonical names, E4); the alias names the client used (`event_type`, `timestamp`,
          *     `tool_name`, `params`, `returns`) with their values; and its unknown fields at the top level
          *     as sent (G5). `cost` is the client's on any kind; llm events also carry `cost_source` and,
-         *     when it is known, the `cost` the price table gave.
+         *     when it is known, the `cost` the price table gave. `cache_read_tokens`,
+         *     `cache_creation_tokens` and `reasoning_tokens` are the counts the event was priced by,
+         *     whether sent by name or read from the OpenAI `usage` it was sent with (see `Event`).
          */
         StoredEvent: {
             id: string;
@@ -1099,10 +1137,13 @@ export interface components {
             cost?: number;
             /**
              * @description On llm events, `client`, `table` or `unknown`. `client`: the client sent `cost`, which
-             *     always wins; `table`: priced from the model price table by `model`, `init_timestamp`
-             *     and the token counts; `unknown`: no price for the model, or no token counts, so no
-             *     `cost`. On other kinds it is not set by the server (a field of that name sent by the
-             *     client is returned as sent, G5).
+             *     always wins; `table`: priced from the model price table by `model`, `init_timestamp`,
+             *     the token counts (uncached prompt, cache reads, cache writes, completion, reasoning,
+             *     each at its rate) and the entry's price per call; `unknown`: no price for the model at
+             *     that time, or no token counts and no price per call, so no `cost`. A table cost is
+             *     fixed when the event is written: a later change of the price table does not re-price
+             *     stored events. On other kinds it is not set by the server (a field of that name sent
+             *     by the client is returned as sent, G5).
              * @example table
              */
             cost_source?: unknown;
@@ -1965,6 +2006,9 @@ export interface operations {
                      *             },
                      *             "prompt_tokens": 12,
                      *             "completion_tokens": 1,
+                     *             "cache_read_tokens": 0,
+                     *             "cache_creation_tokens": 0,
+                     *             "reasoning_tokens": 0,
                      *             "cost": "0.0000021",
                      *             "duration_ms": 14.183,
                      *             "error_count": 1,
@@ -2031,6 +2075,9 @@ export interface operations {
                      *         },
                      *         "prompt_tokens": 12,
                      *         "completion_tokens": 1,
+                     *         "cache_read_tokens": 0,
+                     *         "cache_creation_tokens": 0,
+                     *         "reasoning_tokens": 0,
                      *         "cost": "0.0000024",
                      *         "duration_ms": 13.415,
                      *         "error_count": 0,
@@ -2226,6 +2273,9 @@ export interface operations {
                      *         },
                      *         "prompt_tokens": 12,
                      *         "completion_tokens": 1,
+                     *         "cache_read_tokens": 0,
+                     *         "cache_creation_tokens": 0,
+                     *         "reasoning_tokens": 0,
                      *         "cost": "0.0000021",
                      *         "duration_ms": 14.183,
                      *         "error_count": 1,
@@ -2291,6 +2341,9 @@ export interface operations {
                      *         },
                      *         "prompt_tokens": 0,
                      *         "completion_tokens": 0,
+                     *         "cache_read_tokens": 0,
+                     *         "cache_creation_tokens": 0,
+                     *         "reasoning_tokens": 0,
                      *         "cost": "0.00",
                      *         "duration_ms": 13.461,
                      *         "error_count": 0,

@@ -60,6 +60,11 @@ t.test("migration 002 upgrades a real version-1 database file", async (t) => {
   );
   const spans = db.prepare("SELECT count(*) AS n FROM events WHERE parent_id IS NOT NULL OR own_agent_id IS NOT NULL");
   t.equal((spans.get() as { n: number }).n, 0, "migration 003: the old events are no spans");
+  const details = db.prepare(
+    "SELECT count(*) AS n FROM events WHERE cache_read_tokens IS NOT NULL OR cache_creation_tokens IS NOT NULL OR reasoning_tokens IS NOT NULL",
+  );
+  t.equal((details.get() as { n: number }).n, 0, "migration 004: the old events have no detail counts");
+  t.equal((db.prepare("SELECT count(*) AS n FROM price_imports").get() as { n: number }).n, 0, "and no imported table");
   for (const name of [
     "sessions_by_project_time",
     "sessions_by_project_state",

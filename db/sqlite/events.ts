@@ -47,7 +47,9 @@ export function eventStatements(db: Db) {
       `UPDATE events SET type = @type, init_timestamp = @init_timestamp, init_us = @init_us,
          end_timestamp = @end_timestamp, end_us = @end_us, agent_id = @agent_id, model = @model,
          prompt_tokens = @prompt_tokens, completion_tokens = @completion_tokens, cost = @cost,
-         cost_source = @cost_source, body = @body, aliases = @aliases, extra = @extra
+         cost_source = @cost_source, body = @body, aliases = @aliases, extra = @extra,
+         cache_read_tokens = @cache_read_tokens, cache_creation_tokens = @cache_creation_tokens,
+         reasoning_tokens = @reasoning_tokens
        WHERE session_pk = @session_pk AND id = @id`,
     ),
     agentGet: db.prepare<[number, string], { name: string | null; extra: string }>(

@@ -52,6 +52,9 @@ export interface StoredEvent {
   extra: string;
   parent_id: string | null;
   own_agent_id: string | null;
+  cache_read_tokens: number | null;
+  cache_creation_tokens: number | null;
+  reasoning_tokens: number | null;
 }
 
 export interface EventPageParams {
@@ -69,6 +72,9 @@ export interface TotalsRow {
   error: number;
   prompt_tokens: number;
   completion_tokens: number;
+  cache_read_tokens: number;
+  cache_creation_tokens: number;
+  reasoning_tokens: number;
   cost: number;
   first_us: number;
   last_us: number;
@@ -79,6 +85,9 @@ export const NO_TOTALS: SessionTotals = {
   event_counts: { llm: 0, tool: 0, action: 0, error: 0 },
   prompt_tokens: 0,
   completion_tokens: 0,
+  cache_read_tokens: 0,
+  cache_creation_tokens: 0,
+  reasoning_tokens: 0,
   cost: 0,
   first_us: null,
   last_us: null,
@@ -92,6 +101,9 @@ export const totals = (row: TotalsRow | undefined): SessionTotals =>
         event_counts: { llm: row.llm, tool: row.tool, action: row.action, error: row.error },
         prompt_tokens: row.prompt_tokens,
         completion_tokens: row.completion_tokens,
+        cache_read_tokens: row.cache_read_tokens,
+        cache_creation_tokens: row.cache_creation_tokens,
+        reasoning_tokens: row.reasoning_tokens,
         cost: row.cost,
         first_us: row.first_us,
         last_us: row.last_us,
@@ -122,6 +134,10 @@ export const eventRecord = (row: StoredEvent): EventRecord => ({
   model: row.model,
   prompt_tokens: row.prompt_tokens,
   completion_tokens: row.completion_tokens,
+  // The detail counts are absent when not given, as on records made before they existed.
+  ...(row.cache_read_tokens === null ? {} : { cache_read_tokens: row.cache_read_tokens }),
+  ...(row.cache_creation_tokens === null ? {} : { cache_creation_tokens: row.cache_creation_tokens }),
+  ...(row.reasoning_tokens === null ? {} : { reasoning_tokens: row.reasoning_tokens }),
   cost: row.cost,
   cost_source: row.cost_source as CostSource,
   fields: parse<JsonObject>(row.body) ?? {},
@@ -154,6 +170,9 @@ export const EVENT_COLUMNS = [
   "extra",
   "parent_id",
   "own_agent_id",
+  "cache_read_tokens",
+  "cache_creation_tokens",
+  "reasoning_tokens",
 ] as const;
 
 type Column = string | number | null;
@@ -184,6 +203,9 @@ export const eventRow = (e: EventRecord): EventRow =>
     json(e.extra),
     e.parent_id ?? null,
     (e as Partial<SpanEventRecord>).own_agent_id ?? null,
+    e.cache_read_tokens ?? null,
+    e.cache_creation_tokens ?? null,
+    e.reasoning_tokens ?? null,
   ] as EventRow;
 
 /** An event's row as named parameters, for the UPDATE. */

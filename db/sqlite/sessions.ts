@@ -89,6 +89,9 @@ function prepare(db: Db) {
          count(*) FILTER (WHERE type = 'action') AS action, count(*) FILTER (WHERE type = 'error') AS error,
          total(prompt_tokens) FILTER (WHERE type = 'llm') AS prompt_tokens,
          total(completion_tokens) FILTER (WHERE type = 'llm') AS completion_tokens,
+         total(cache_read_tokens) FILTER (WHERE type = 'llm') AS cache_read_tokens,
+         total(cache_creation_tokens) FILTER (WHERE type = 'llm') AS cache_creation_tokens,
+         total(reasoning_tokens) FILTER (WHERE type = 'llm') AS reasoning_tokens,
          total(cost) FILTER (WHERE type = 'llm') AS cost,
          min(init_us) AS first_us, max(max(init_us, coalesce(end_us, init_us))) AS last_us
        FROM events WHERE session_pk IN (SELECT value FROM json_each(?))

@@ -5,7 +5,14 @@
  * synchronous; the async methods only wrap it. Every failure leaves as a typed error
  * (errors.ts translates SQLite's codes).
  */
-import { type PriceTable, priceEvent, priceTable } from "../../domain/prices.ts";
+import {
+  importedEntries,
+  type PriceEntry,
+  type PriceTable,
+  priceEvent,
+  priceTable,
+  shippedPrices,
+} from "../../domain/prices.ts";
 import { patchEvent } from "../../domain/records.ts";
 import { parseTimestamp, type Timestamp } from "../../domain/timestamps.ts";
 import type { EventRecord, TraceOutcome } from "../../domain/types.ts";
@@ -18,6 +25,7 @@ import { GroupCommit } from "./group-commit.ts";
 import { keyStatements } from "./keys.ts";
 import { schemaVersion, versionOf } from "./migrate.ts";
 import type { Db } from "./open.ts";
+import { priceStatements } from "./prices.ts";
 import { type EventRow, eventRow } from "./rows.ts";
 import { SessionTable } from "./sessions.ts";
 import { rowsOf, type TraceRows, TraceTable, traceRows } from "./traces.ts";
@@ -32,8 +40,14 @@ export interface SqliteStore extends Store {
 }
 
 export interface StoreOptions {
-  /** Prices the llm events that update_events changes (a table cost is re-priced); default: shipped. */
+  /**
+   * Prices the llm events that update_events changes (a table cost is re-priced). Default: the
+   * layers of domain/prices.ts priceTable: `priceOverrides`, the table imported into this
+   * database (read now), the shipped one.
+   */
   prices?: PriceTable;
+  /** AGENTMON_PRICES' entries, when `prices` is not given. */
+  priceOverrides?: PriceEntry[] | undefined;
   /** How update_events applies an entry; default: domain/records.ts patchEvent, then re-priced. */
   patcher?: EventPatcher;
   /** Run WAL checkpoints from a worker thread (checkpointer.ts) for a file database; default true. */
@@ -51,8 +65,17 @@ function typedErrors<S extends object>(store: S): S {
 }
 
 export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
-  const prices = options.prices ?? priceTable();
-  const apply: EventPatcher = options.patcher ?? ((stored, patch) => priceEvent(patchEvent(stored, patch), prices));
+  const priceRows = priceStatements(db);
+  // The imported table is the one there now (an import while the server runs applies from its
+  // next start, for both threads alike); it is checked on first use, so that a table a newer
+  // agentmon refuses stops `serve` (which checks it at start) and not `agentmon keys`.
+  const importedAtOpen = options.prices === undefined ? priceRows.imported() : undefined;
+  let table = options.prices;
+  const prices = () => {
+    table ??= priceTable(options.priceOverrides, shippedPrices(), importedEntries(importedAtOpen));
+    return table;
+  };
+  const apply: EventPatcher = options.patcher ?? ((stored, patch) => priceEvent(patchEvent(stored, patch), prices()));
   const checkpointer = startCheckpointing(db, options.checkpointer !== false);
   const keys = keyStatements(db);
   const sessions = new SessionTable(db);
@@ -120,6 +143,10 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
         return traces.appendLog(projectId, sessionId, text, { iso: at.iso, us: at.us });
       }),
     readSessionLog: async (projectId, sessionId) => inSession(projectId, sessionId, (pk) => traces.logs(pk), undefined),
+
+    importPrices: (text, source, now) => group.write(1, () => priceRows.import(text, source, now)),
+    importedPrices: async () => priceRows.imported(),
+    unpricedModels: async () => priceRows.unpriced(),
 
     async ping(now) {
       const version = versionOf(db);

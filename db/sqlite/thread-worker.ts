@@ -6,7 +6,6 @@
  * parses HTTP requests never waits for SQLite.
  */
 import { parentPort, workerData } from "node:worker_threads";
-import { priceTable } from "../../domain/prices.ts";
 import { wire } from "../errors.ts";
 import { openDb } from "./open.ts";
 import { type SqliteStore, sqliteStore } from "./store.ts";
@@ -18,7 +17,7 @@ const data = workerData as StoreThreadData;
 
 let store: SqliteStore;
 try {
-  store = sqliteStore(openDb(data.path, { synchronous: data.synchronous }), { prices: priceTable(data.prices) });
+  store = sqliteStore(openDb(data.path, { synchronous: data.synchronous }), { priceOverrides: data.prices });
 } catch (error) {
   port.postMessage({ failed: wire(error) } satisfies Hello);
   process.exit(0);

@@ -40,6 +40,8 @@ export interface MappedSpan {
 }
 
 const ZERO_ID = /^0*$/;
+/** The detail counts (parts of the prompt and completion counts), set only when a span gives them. */
+const DETAILS = ["cache_read_tokens", "cache_creation_tokens", "reasoning_tokens"] as const;
 const IDS = new Set(["traceId", "spanId", "parentSpanId"]);
 
 /** The first of these keys (resolved for this span) whose value is given. */
@@ -228,6 +230,11 @@ export function mapSpan(span: Span, context: SpanContext): MappedSpan | undefine
       mapped.agent = { id, name: asString(firstOf(attrs, RULES.fields.agent_name)), extra: {} };
     }
     const cost = asCost(firstOf(attrs, RULES.fields.cost));
+    const details: Partial<SpanEventRecord> = {};
+    for (const field of DETAILS) {
+      const count = asCount(firstOf(attrs, RULES.fields[field]));
+      if (count !== null) details[field] = count;
+    }
     mapped.event = {
       id: span.spanId,
       type: kind,
@@ -240,6 +247,7 @@ export function mapSpan(span: Span, context: SpanContext): MappedSpan | undefine
       model: asString(firstOf(attrs, RULES.fields.model)),
       prompt_tokens: asCount(firstOf(attrs, RULES.fields.prompt_tokens)),
       completion_tokens: asCount(firstOf(attrs, RULES.fields.completion_tokens)),
+      ...details,
       cost,
       fields: fieldsOf(kind, span, attrs),
       aliases: [],

@@ -15,6 +15,7 @@ import { type Adapter, fixtures } from "./contract/fixture.ts";
 import { keyContract } from "./contract/keys.ts";
 import { lifecycleContract } from "./contract/lifecycle.ts";
 import { listContract } from "./contract/lists.ts";
+import { priceContract } from "./contract/prices.ts";
 import { sessionContract } from "./contract/sessions.ts";
 import { traceContract } from "./contract/traces.ts";
 
@@ -28,4 +29,5 @@ export function storeContract(t: Test, adapter: Adapter) {
   listContract(t, f);
   lifecycleContract(t, f);
   traceContract(t, f);
+  priceContract(t, f);
 }

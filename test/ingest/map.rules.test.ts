@@ -62,6 +62,60 @@ t.test("precedence: two conventions on one span, the first key of otlp.md's list
   t.same(messages?.fields.prompt, [{ role: "user", content: "new" }], "a structured gen_ai.input.messages counts");
 });
 
+t.test("cache and reasoning counts: each convention's key, OTel's first, set only when given", async (t) => {
+  const all = event({
+    id: "0000000000000011",
+    attrs: {
+      "gen_ai.request.model": "m",
+      "llm.token_count.prompt_details.cache_read": 1,
+      "gen_ai.usage.cache_read_input_tokens": 2,
+      "gen_ai.usage.cache_read.input_tokens": 3,
+      "llm.token_count.prompt_details.cache_write": 4,
+      "gen_ai.usage.cache_creation_input_tokens": 5,
+      "gen_ai.usage.cache_creation.input_tokens": 6,
+      "llm.token_count.completion_details.reasoning": 7,
+      "gen_ai.usage.reasoning_tokens": 8,
+      "gen_ai.usage.reasoning.output_tokens": 9,
+    },
+  });
+  t.match(all, { cache_read_tokens: 3, cache_creation_tokens: 6, reasoning_tokens: 9 }, "OpenTelemetry GenAI first");
+  const openllmetry = event({
+    id: "0000000000000012",
+    attrs: {
+      "gen_ai.request.model": "m",
+      "llm.token_count.prompt_details.cache_read": 1,
+      "gen_ai.usage.cache_read_input_tokens": 2,
+      "llm.token_count.prompt_details.cache_write": 4,
+      "gen_ai.usage.cache_creation_input_tokens": 5,
+      "llm.token_count.completion_details.reasoning": 7,
+      "gen_ai.usage.reasoning_tokens": "8",
+    },
+  });
+  t.match(openllmetry, { cache_read_tokens: 2, cache_creation_tokens: 5, reasoning_tokens: 8 }, "then OpenLLMetry's");
+  const openinference = event({
+    id: "0000000000000013",
+    attrs: {
+      "openinference.span.kind": "LLM",
+      "llm.token_count.prompt_details.cache_read": 1,
+      "llm.token_count.prompt_details.cache_write": 4,
+      "llm.token_count.completion_details.reasoning": 7,
+    },
+  });
+  t.match(
+    openinference,
+    { cache_read_tokens: 1, cache_creation_tokens: 4, reasoning_tokens: 7 },
+    "then OpenInference's",
+  );
+  const none = event({
+    id: "0000000000000014",
+    attrs: { "gen_ai.request.model": "m", "gen_ai.usage.cache_read.input_tokens": -1 },
+  });
+  t.notOk(
+    none && ("cache_read_tokens" in none || "cache_creation_tokens" in none || "reasoning_tokens" in none),
+    "absent, or not a count: not set",
+  );
+});
+
 t.test("GenAI span events give the messages when no attribute does", async (t) => {
   const e = event({
     id: "0000000000000004",

@@ -19,6 +19,10 @@ export type Field =
   | "model"
   | "prompt_tokens"
   | "completion_tokens"
+  /** The parts of prompt_tokens read from and written to the prompt cache, of completion_tokens spent reasoning. */
+  | "cache_read_tokens"
+  | "cache_creation_tokens"
+  | "reasoning_tokens"
   | "cost"
   | "tool_name"
   | "tool_input"
@@ -81,6 +85,9 @@ const FIELDS: Field[] = [
   "model",
   "prompt_tokens",
   "completion_tokens",
+  "cache_read_tokens",
+  "cache_creation_tokens",
+  "reasoning_tokens",
   "cost",
   "tool_name",
   "tool_input",

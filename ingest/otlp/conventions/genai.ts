@@ -1,6 +1,7 @@
 /**
  * The OpenTelemetry GenAI semantic conventions: `gen_ai.operation.name`, the request and response
- * model, `gen_ai.usage.input_tokens` / `output_tokens`, `gen_ai.input.messages` /
+ * model, `gen_ai.usage.input_tokens` / `output_tokens` and their cache and reasoning parts,
+ * `gen_ai.input.messages` /
  * `gen_ai.output.messages`, the GenAI events, `gen_ai.tool.*`, `gen_ai.agent.*`,
  * `gen_ai.conversation.id`. `gen_ai.system` / `gen_ai.provider.name` decide nothing (kept as sent).
  */
@@ -19,6 +20,10 @@ export const genai: Convention = {
     ],
     prompt_tokens: [[10, "gen_ai.usage.input_tokens"]],
     completion_tokens: [[10, "gen_ai.usage.output_tokens"]],
+    // Each "SHOULD be included in" input_tokens / output_tokens (semantic conventions, gen-ai registry).
+    cache_read_tokens: [[10, "gen_ai.usage.cache_read.input_tokens"]],
+    cache_creation_tokens: [[10, "gen_ai.usage.cache_creation.input_tokens"]],
+    reasoning_tokens: [[10, "gen_ai.usage.reasoning.output_tokens"]],
     cost: [[20, "gen_ai.usage.cost"]],
     tool_name: [[10, "gen_ai.tool.name"]],
     tool_input: [[10, "gen_ai.tool.call.arguments"]],

@@ -18,6 +18,10 @@ export const openinference: Convention = {
     ],
     prompt_tokens: [[30, "llm.token_count.prompt"]],
     completion_tokens: [[30, "llm.token_count.completion"]],
+    // "sub-counts of llm.token_count.prompt" (OpenInference semantic conventions, Token Count Details).
+    cache_read_tokens: [[30, "llm.token_count.prompt_details.cache_read"]],
+    cache_creation_tokens: [[30, "llm.token_count.prompt_details.cache_write"]],
+    reasoning_tokens: [[30, "llm.token_count.completion_details.reasoning"]],
     cost: [[10, "llm.cost.total"]],
     tool_name: [[20, "tool.name"]],
     tool_input: [
