@@ -2,7 +2,8 @@
  * What GET /metrics shows (docs/decisions/012-metrics.md), in Prometheus's text format, with
  * prom-client. Each app has a registry of its own, so that several apps in one process (the
  * tests) never share a counter:
- * - requests by operation and status, and their durations (http/metrics.ts counts them);
+ * - requests by operation and status, and their durations (http/metrics.ts counts them, into
+ *   histograms of plain numbers: RequestTable);
  * - requests refused by reason (401, 413, 429, 503 and which storage fault);
  * - what was taken in: new sessions, events, spans, GenAI log records; and spans and log records
  *   refused one by one inside an OTLP partial success (the services count them: IngestCounts);
@@ -11,9 +12,9 @@
  * Process figures (CPU, memory, event-loop lag, GC) are prom-client's default metrics, kept once
  * per process in a registry of their own (they watch the process, not an app) and appended.
  */
-import { Counter, collectDefaultMetrics, Histogram, type Metric, Registry } from "prom-client";
+import { Counter, collectDefaultMetrics, type Metric, Registry } from "prom-client";
 import type { StorageStats } from "../db/store.ts";
-import type { HistogramSnapshot } from "../lib/histogram.ts";
+import { type HistogramSnapshot, Histogram as LibHistogram } from "../lib/histogram.ts";
 import type { IngestCounts, Ingested } from "./context.ts";
 
 /** The media type of the answer: Prometheus's text format 0.0.4. */
@@ -62,8 +63,9 @@ function processMetrics(): Registry {
 type Sample = { value: number; labels: Record<string, string | number>; metricName?: string };
 
 /**
- * A metric whose samples are read from the last storage snapshot when the registry renders it:
- * prom-client's registry renders any object with a name, a type and get().
+ * A metric whose samples are computed when the registry renders it (from the request table, or
+ * the last storage snapshot): prom-client's registry renders any object with a name, a type and
+ * get().
  */
 function fromSnapshot(
   registry: Registry,
@@ -83,37 +85,61 @@ function fromSnapshot(
 }
 
 /** A histogram snapshot as Prometheus's _bucket (cumulative), _sum and _count samples. */
-function histogramSamples(name: string, snapshot: HistogramSnapshot | undefined): Sample[] {
+function histogramSamples(
+  name: string,
+  snapshot: HistogramSnapshot | undefined,
+  labels: Record<string, string | number> = {},
+): Sample[] {
   if (snapshot === undefined) return [];
   const samples: Sample[] = [];
   let cumulative = 0;
   snapshot.bounds.forEach((bound, index) => {
     cumulative += snapshot.counts[index] ?? 0;
-    samples.push({ metricName: `${name}_bucket`, labels: { le: bound }, value: cumulative });
+    samples.push({ metricName: `${name}_bucket`, labels: { ...labels, le: bound }, value: cumulative });
   });
-  samples.push({ metricName: `${name}_bucket`, labels: { le: "+Inf" }, value: snapshot.count });
-  samples.push({ metricName: `${name}_sum`, labels: {}, value: snapshot.sum });
-  samples.push({ metricName: `${name}_count`, labels: {}, value: snapshot.count });
+  samples.push({ metricName: `${name}_bucket`, labels: { ...labels, le: "+Inf" }, value: snapshot.count });
+  samples.push({ metricName: `${name}_sum`, labels, value: snapshot.sum });
+  samples.push({ metricName: `${name}_count`, labels, value: snapshot.count });
   return samples;
+}
+
+/**
+ * Requests by operation and status, each a histogram of plain numbers (lib/histogram.ts): a map
+ * look-up and a short loop per request, where prom-client's labelled metrics hash their labels on
+ * every call (about 30 times the cost, measured). Both label sets are bounded: the spec's
+ * operations, the statuses the server answers.
+ */
+class RequestTable {
+  readonly #byOperation = new Map<string, Map<number, LibHistogram>>();
+
+  observe(operation: string, status: number, seconds: number) {
+    let byStatus = this.#byOperation.get(operation);
+    if (byStatus === undefined) {
+      byStatus = new Map();
+      this.#byOperation.set(operation, byStatus);
+    }
+    let histogram = byStatus.get(status);
+    if (histogram === undefined) {
+      histogram = new LibHistogram(DURATION_BUCKETS);
+      byStatus.set(status, histogram);
+    }
+    histogram.observe(seconds);
+  }
+
+  /** Every (operation, status) seen, with its histogram's snapshot. */
+  *entries() {
+    for (const [operation, byStatus] of this.#byOperation) {
+      for (const [status, histogram] of byStatus)
+        yield { labels: { operation, status }, snapshot: histogram.snapshot() };
+    }
+  }
 }
 
 export class Metrics implements IngestCounts {
   readonly #registry = new Registry();
   readonly #storageStats: () => Promise<StorageStats>;
   #storage: StorageStats | undefined;
-  readonly #requests = new Counter({
-    name: "agentmon_http_requests_total",
-    help: "HTTP requests answered, by operation (openapi.yaml's operationId; none: no route) and status",
-    labelNames: ["operation", "status"] as const,
-    registers: [this.#registry],
-  });
-  readonly #durations = new Histogram({
-    name: "agentmon_http_request_duration_seconds",
-    help: "Time from a request's arrival to the end of its answer, by operation and status",
-    labelNames: ["operation", "status"] as const,
-    buckets: DURATION_BUCKETS,
-    registers: [this.#registry],
-  });
+  readonly #requests = new RequestTable();
   readonly #refused = new Counter({
     name: "agentmon_requests_rejected_total",
     help: "Requests refused: unauthorized (401), payload_too_large (413), too_many_requests (429), unavailable (503: shutting down or overloaded), storage_<fault> (503: the storage fault)",
@@ -141,14 +167,13 @@ export class Metrics implements IngestCounts {
     for (const reason of REJECTIONS) this.#refused.inc({ reason }, 0);
     for (const kind of INGESTED) this.#ingested.inc({ kind }, 0);
     for (const kind of ["spans", "log_records"]) this.#rejectedItems.inc({ kind }, 0);
+    this.#requestMetrics();
     this.#storageMetrics();
   }
 
   /** One answered request; `rejection` when it was refused for one of the reasons counted. */
   request(operation: string, status: number, seconds: number, rejection?: Rejection) {
-    const labels = { operation, status };
-    this.#requests.inc(labels);
-    this.#durations.observe(labels, seconds);
+    this.#requests.observe(operation, status, seconds);
     if (rejection !== undefined) this.#refused.inc({ reason: rejection });
   }
 
@@ -183,6 +208,26 @@ export class Metrics implements IngestCounts {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  #requestMetrics() {
+    fromSnapshot(
+      this.#registry,
+      "agentmon_http_requests_total",
+      "HTTP requests answered, by operation (openapi.yaml's operationId; none: no route) and status",
+      "counter",
+      () => [...this.#requests.entries()].map(({ labels, snapshot }) => ({ value: snapshot.count, labels })),
+    );
+    fromSnapshot(
+      this.#registry,
+      "agentmon_http_request_duration_seconds",
+      "Time from a request's arrival to the end of its answer, by operation and status",
+      "histogram",
+      () =>
+        [...this.#requests.entries()].flatMap(({ labels, snapshot }) =>
+          histogramSamples("agentmon_http_request_duration_seconds", snapshot, labels),
+        ),
+    );
   }
 
   #storageMetrics() {
