@@ -415,3 +415,33 @@ t.test("each app counts its own requests; the process's figures appear once", as
   t.equal(res.body.match(/^# TYPE process_cpu_user_seconds_total /gm)?.length, 1, "process metrics once");
   t.equal(res.body.match(/^# TYPE agentmon_http_requests_total /gm)?.length, 1, "app metrics once");
 });
+
+/** Holds the event loop for `ms` (a busy wait), as a slow synchronous task would. */
+function blockFor(ms: number) {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    // busy
+  }
+}
+
+t.test(
+  "O2: while the event loop lags, GET /metrics still answers, and the 503s are counted as unavailable",
+  async (t) => {
+    const api = await build(t, { metricsToken: TOKEN, maxEventLoopDelayMs: 100 });
+    const lag = () => api.app.memoryUsage().eventLoopDelay;
+    while (!(lag() > 100 && Number.isFinite(lag()))) {
+      blockFor(600);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    const refused = await api.withKey("/v2/create_session", { session: { id: "under-pressure" } });
+    t.equal(refused.statusCode, 503, "new work is refused");
+    const samples = await scrape(t, api);
+    t.equal(
+      samples.get(key("agentmon_requests_rejected_total", { reason: "unavailable" })),
+      1,
+      "counted as unavailable",
+    );
+    t.equal(samples.get(key("agentmon_http_requests_total", { operation: "createSession", status: 503 })), 1);
+    t.equal(samples.get(key("agentmon_ingested_total", { kind: "sessions" })), 0, "nothing ingested");
+  },
+);
