@@ -435,6 +435,7 @@ t.test(
     }
     const refused = await api.withKey("/v2/create_session", { session: { id: "under-pressure" } });
     t.equal(refused.statusCode, 503, "new work is refused");
+    t.ok(lag() > 100, "still lagging as it is scraped");
     const samples = await scrape(t, api);
     t.equal(
       samples.get(key("agentmon_requests_rejected_total", { reason: "unavailable" })),
