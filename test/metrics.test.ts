@@ -277,6 +277,8 @@ t.test("with a token: no or another credential is a 401 with a G2 body; the toke
   }
   const lower = await api.inject({ method: "GET", url: "/metrics", headers: { authorization: `bearer  ${TOKEN}` } });
   t.equal(lower.statusCode, 200, "the scheme is case-insensitive (RFC 9110)");
+  const headRefused = await api.inject({ method: "HEAD", url: "/metrics" });
+  t.equal(headRefused.statusCode, 401, "HEAD without the token: 401 too");
   const head = await api.inject({ method: "HEAD", url: "/metrics", headers: bearer });
   t.equal(head.statusCode, 200, "HEAD with the token");
   t.equal(head.body, "", "HEAD has no body");
@@ -287,10 +289,13 @@ t.test("with a token: no or another credential is a 401 with a G2 body; the toke
   const samples = await scrape(t, api);
   t.equal(
     samples.get(key("agentmon_requests_rejected_total", { reason: "unauthorized" })),
-    refused.length,
-    "each refused scrape is counted as unauthorized",
+    refused.length + 1,
+    "each refused scrape (and the HEAD) is counted as unauthorized",
   );
-  t.equal(samples.get(key("agentmon_http_requests_total", { operation: "getMetrics", status: 401 })), refused.length);
+  t.equal(
+    samples.get(key("agentmon_http_requests_total", { operation: "getMetrics", status: 401 })),
+    refused.length + 1,
+  );
 });
 
 t.test(
