@@ -13,11 +13,13 @@ import { credentials } from "./http/auth.ts";
 import { bodies } from "./http/body.ts";
 import { clientError, errorAnswers, sendError, toApiError } from "./http/errors.ts";
 import { backpressure, timeouts } from "./http/limits.ts";
+import { requestMetrics } from "./http/metrics.ts";
 import { otlpRoutes } from "./http/otlp.ts";
 import { normaliseQuery } from "./http/parameters.ts";
 import { routesOf, type Spec } from "./http/routes.ts";
 import { schemaOptions, validateEveryBody } from "./http/schemas.ts";
 import { loadSpec } from "./lib/spec.ts";
+import { Metrics } from "./services/metrics.ts";
 
 export { SPEC_PATH } from "./lib/spec.ts";
 export const MIB = 1024 * 1024;
@@ -48,6 +50,10 @@ export interface AppOptions {
   rateLimit?: number;
   /** Prices llm events sent without a cost; default: prices/models.json. */
   prices?: PriceTable;
+  /** What GET /metrics shows; by default the app's own, over `store`'s figures. */
+  metrics?: Metrics;
+  /** The bearer token of GET /metrics on the main port; without one it answers 404. */
+  metricsToken?: string | undefined;
   logger?: FastifyServerOptions["logger"];
   /** The clock, in milliseconds since the epoch. */
   now?: () => number;
@@ -55,6 +61,7 @@ export interface AppOptions {
 
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const { store, now = Date.now, bodyLimit = 5 * MIB } = options;
+  const metrics = options.metrics ?? new Metrics(() => store.stats());
   const { text: specText, spec } = loadSpec<Spec>();
   // E1: the maximum batch is configurable; the served document keeps saying the default.
   const eventsSchema = spec.components.schemas.CreateEventsRequest?.properties?.events;
@@ -78,6 +85,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   validateEveryBody(app);
   const credentialChecks = await credentials(app, { ...options, now, routes });
   const pressure = await backpressure(app, options.maxEventLoopDelayMs);
+  requestMetrics(app, { metrics, token: options.metricsToken, routes });
   app.addHook("preValidation", normaliseQuery);
   otlpRoutes(app, options.otlpBodyLimit ?? 16 * MIB);
   bodies(app, { bodyLimit, responseMediaTypes: routes.responseMediaTypes });
@@ -94,6 +102,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     specText,
     startedAt: now(),
     pressure,
+    counts: metrics,
+    metrics,
   });
   await app.register(openapiGlue, { specification: spec, serviceHandlers: handlers });
   app.addHook("onClose", async () => store.close());

@@ -34,6 +34,10 @@ export interface Config {
   logLevel: string;
   /** How hard a commit is pushed to the disk: `normal` survives a process crash, `full` also an OS crash (G7). */
   synchronous: Synchronous;
+  /** The bearer token of GET /metrics on the main port; unset: 404 there. */
+  metricsToken: string | undefined;
+  /** A port of its own that serves GET /metrics without a credential, on `host`; unset: none. */
+  metricsPort: number | undefined;
 }
 
 /** A configuration mistake: reported as one line, never a stack trace. */
@@ -105,6 +109,13 @@ const SETTINGS = {
   prices: { env: "AGENTMON_PRICES", flag: "prices", fallback: undefined, read: readPriceFile },
   logLevel: { env: "AGENTMON_LOG_LEVEL", flag: "log-level", fallback: "info", read: readLogLevel },
   synchronous: { env: "AGENTMON_SYNCHRONOUS", flag: "synchronous", fallback: "normal", read: readSynchronous },
+  metricsToken: { env: "AGENTMON_METRICS_TOKEN", flag: "metrics-token", fallback: undefined, read: readMetricsToken },
+  metricsPort: {
+    env: "AGENTMON_METRICS_PORT",
+    flag: "metrics-port",
+    fallback: undefined,
+    read: (v: string) => integer(v, "AGENTMON_METRICS_PORT", 0, 65535),
+  },
 } as const;
 
 function integer(value: string, name: string, min: number, max: number): number {
@@ -177,12 +188,25 @@ function readSynchronous(value: string): Synchronous {
   return v as Synchronous;
 }
 
+/** A secret of 16 to 1024 visible ASCII characters: it travels in an Authorization header. */
+function readMetricsToken(value: string): string {
+  if (!/^[\x21-\x7e]{16,1024}$/.test(value)) {
+    throw new ConfigError(
+      "AGENTMON_METRICS_TOKEN must be 16 to 1024 visible ASCII characters, no spaces (a long random string)",
+    );
+  }
+  return value;
+}
+
 /** Settings from flags, then the environment, then the defaults. */
 export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string | undefined>): Config {
   const config: Record<string, unknown> = {};
   for (const [name, setting] of Object.entries(SETTINGS)) {
     const raw = flags[setting.flag] ?? env[setting.env] ?? setting.fallback;
     config[name] = raw === undefined || raw === "" ? undefined : setting.read(raw);
+  }
+  if (config.metricsPort !== undefined && config.metricsPort !== 0 && config.metricsPort === config.port) {
+    throw new ConfigError(`AGENTMON_METRICS_PORT must be another port than PORT (both are ${config.port})`);
   }
   return config as unknown as Config;
 }
@@ -194,7 +218,7 @@ export const USAGE = `Usage:
                  [--auth-fail-limit N] [--auth-fail-window SECONDS] [--trust-proxy T]
                  [--request-timeout SECONDS] [--keepalive-timeout SECONDS]
                  [--max-event-loop-delay MS] [--rate-limit PER_MINUTE] [--prices FILE]
-                 [--synchronous normal|full]
+                 [--synchronous normal|full] [--metrics-token T] [--metrics-port N]
   agentmon keys create [--project NAME]   create an API key; it is printed once
   agentmon keys list                      list keys (prefixes only)
   agentmon keys revoke <key-or-prefix>    revoke a key at once
@@ -207,7 +231,8 @@ AGENTMON_PUBLIC_URL, AGENTMON_JWT_SECRET, AGENTMON_BODY_LIMIT, AGENTMON_OTLP_BOD
 AGENTMON_MAX_EVENTS,
 AGENTMON_LOG_LEVEL, AGENTMON_AUTH_FAIL_LIMIT, AGENTMON_AUTH_FAIL_WINDOW, AGENTMON_TRUST_PROXY,
 AGENTMON_REQUEST_TIMEOUT, AGENTMON_KEEPALIVE_TIMEOUT, AGENTMON_MAX_EVENT_LOOP_DELAY,
-AGENTMON_RATE_LIMIT, AGENTMON_PRICES, AGENTMON_SYNCHRONOUS.`;
+AGENTMON_RATE_LIMIT, AGENTMON_PRICES, AGENTMON_SYNCHRONOUS, AGENTMON_METRICS_TOKEN,
+AGENTMON_METRICS_PORT.`;
 
 export const FLAG_OPTIONS = Object.fromEntries(
   [...Object.values(SETTINGS).map((s) => s.flag), "project"].map((flag) => [flag, { type: "string" as const }]),

@@ -7,6 +7,8 @@ import { openThreadedStore } from "../db/sqlite/thread.ts";
 import type { Store } from "../db/store.ts";
 import { hashApiKey, newSecret } from "../domain/keys.ts";
 import { importedEntries, priceTable, shippedPrices } from "../domain/prices.ts";
+import { type MetricsListener, metricsListener } from "../http/metrics.ts";
+import { Metrics } from "../services/metrics.ts";
 import { type Config, ConfigError, DEFAULT_PROJECT, type Output } from "./config.ts";
 import { createKey } from "./keys.ts";
 
@@ -55,6 +57,7 @@ const appOptions = (config: Config) => ({
   keepAliveTimeoutMs: config.keepAliveTimeoutSeconds * 1000,
   maxEventLoopDelayMs: config.maxEventLoopDelayMs,
   rateLimit: config.rateLimit,
+  metricsToken: config.metricsToken,
   logger: { level: config.logLevel },
 });
 
@@ -103,7 +106,18 @@ export async function serve(config: Config, io: Output): Promise<number> {
   }
 
   let base = config.publicUrl;
-  const app = await buildApp({ ...appOptions(config), prices, store, jwtSecret, publicUrl: () => base ?? "" });
+  // One set of metrics, served by the app (with the token) and by the metrics port (without).
+  const metrics = new Metrics(() => store.stats());
+  const app = await buildApp({
+    ...appOptions(config),
+    prices,
+    store,
+    jwtSecret,
+    metrics,
+    publicUrl: () => base ?? "",
+  });
+  let metricsPort: MetricsListener | undefined;
+  app.addHook("onClose", async () => metricsPort?.close());
   const showFirstKey = (where: string | undefined) => {
     if (firstKey === undefined) return;
     io.out(`agentmon: created the first API key, for project "${DEFAULT_PROJECT}". It is shown only now:`);
@@ -121,12 +135,22 @@ export async function serve(config: Config, io: Output): Promise<number> {
     await app.close();
     throw error;
   }
+  if (config.metricsPort !== undefined) {
+    try {
+      metricsPort = await metricsListener(metrics, config.host, config.metricsPort);
+    } catch (error) {
+      showFirstKey(undefined);
+      await app.close();
+      throw new ConfigError(`AGENTMON_METRICS_PORT: ${(error as Error).message}; choose another port`);
+    }
+  }
   // The listen address, with the real port when PORT=0; a wildcard host is no address to visit.
   base ??= address.replace(/\/\/(\[::\]|0\.0\.0\.0)(?=:)/, "//localhost");
   showFirstKey(base);
   if (firstKey === undefined && config.apiKey === undefined) {
     io.out("agentmon: API keys: `npx agentmon keys create` makes a new one, `npx agentmon keys list` shows them");
   }
+  if (metricsPort) io.out(`agentmon: metrics on ${metricsPort.url} (no credential: keep this port private)`);
   io.out(`agentmon: listening on ${address} (database ${config.db})`);
 
   const stop = stopper(app, io);

@@ -28,6 +28,7 @@ import type {
   UnpricedModel,
   UpdateEventsResult,
 } from "../domain/types.ts";
+import type { HistogramSnapshot } from "../lib/histogram.ts";
 
 export interface Store {
   /** A value of the meta table, set to `fallback` first if there is none. */
@@ -157,6 +158,36 @@ export interface Store {
    */
   ping(now: string): Promise<number>;
 
+  /**
+   * What GET /metrics reports of storage (services/metrics.ts), as it is now: the write queue, the
+   * group commits since the store opened, and the database's size. Never queued behind writes and
+   * never refused for a backlog, so that it answers while storage is struggling; it writes nothing.
+   */
+  stats(): Promise<StorageStats>;
+
   /** Commits or fails what is queued, then releases the database; later calls fail. */
   close(): Promise<void>;
+}
+
+/** Storage figures for GET /metrics (docs/decisions/012-metrics.md); counts are since the store opened. */
+export interface StorageStats {
+  /** Write calls waiting for their group transaction now, and the rows they carry. */
+  queuedCalls: number;
+  queuedRows: number;
+  /** Group transactions committed, and those rolled back whole (a storage fault: every call of it failed). */
+  committedGroups: number;
+  failedGroups: number;
+  /** Calls per committed group, rows per committed group, and seconds from BEGIN to the end of COMMIT. */
+  groupCalls: HistogramSnapshot;
+  groupRows: HistogramSnapshot;
+  commitSeconds: HistogramSnapshot;
+  /** Bytes of the database on disk: its main file and its write-ahead log (a database in memory: its pages, 0). */
+  databaseBytes: number;
+  walBytes: number;
+  /**
+   * A store whose database lives on a thread of its own: the calls sent to that thread and not
+   * answered yet, the rows they carry, and the most rows it may have in flight before writes are
+   * refused with 503 (O2).
+   */
+  thread?: { pendingCalls: number; backlogRows: number; maxBacklogRows: number };
 }

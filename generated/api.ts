@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 3163ef00783dab082dac568cac5881a090d46f8b3a7638c702811627e8e38348. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 beed975ecd13fd626b967932041916f37454d09f3010948d6e577256f80e74b4. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -617,6 +617,54 @@ export interface paths {
          *     to another node.
          */
         get: operations["getReadiness"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Prometheus metrics
+         * @description Every metric of this server in Prometheus's text format 0.0.4, for a Prometheus scrape
+         *     (docs/decisions/012-metrics.md; sample alert rules in docs/prometheus/agentmon.rules.yml):
+         *
+         *     - `agentmon_http_requests_total` and `agentmon_http_request_duration_seconds`, by
+         *       `operation` (the operationId here; `none` for a request no route matched) and `status`;
+         *     - `agentmon_requests_rejected_total` by `reason`: `unauthorized` (401),
+         *       `payload_too_large` (413), `too_many_requests` (429), `unavailable` (503 while shutting
+         *       down or overloaded), `storage_busy`, `storage_full`, `storage_unavailable`,
+         *       `storage_behind`, `storage_schema` (503 for that storage fault, O2 and O4);
+         *     - `agentmon_ingested_total` by `kind`: `sessions` created, `events` sent in create_events
+         *       calls that succeeded (a retried event counts again), OTLP `spans` and GenAI
+         *       `log_records` accepted; `agentmon_rejected_total` by `kind`: the spans and log records
+         *       refused one by one inside a partial success (T8);
+         *     - storage: `agentmon_storage_queued_calls`/`_rows` (waiting for a group transaction),
+         *       `agentmon_storage_thread_pending_calls`, `agentmon_storage_thread_backlog_rows` and
+         *       `agentmon_storage_thread_backlog_limit_rows` (a file database's storage thread, O2),
+         *       `agentmon_storage_groups_total` by `outcome`, the histograms
+         *       `agentmon_storage_group_calls`, `agentmon_storage_group_rows` and
+         *       `agentmon_storage_commit_duration_seconds`, `agentmon_database_bytes` by `file`
+         *       (`main`, `wal`), and `agentmon_storage_up` (0 when storage did not answer within 3 s:
+         *       the other metrics are still served);
+         *     - the process: prom-client's default metrics (`process_*`, `nodejs_*`: CPU, memory,
+         *       event-loop lag, garbage collection).
+         *
+         *     Counters start at 0 when the server starts. On the main port the operation needs
+         *     `Authorization: Bearer <AGENTMON_METRICS_TOKEN>`; without that setting it answers 404.
+         *     With `AGENTMON_METRICS_PORT` set, the same answer is also served without a credential on
+         *     that port (same host), which only `GET`/`HEAD /metrics` answers. Overload (O2) never
+         *     refuses it.
+         */
+        get: operations["getMetrics"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1293,6 +1341,38 @@ export interface components {
                  * @example {
                  *       "error": "Invalid API key",
                  *       "message": "Please check your API key and try again"
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description GET /metrics without `Authorization: Bearer` and the metrics token, or with another token. */
+        InvalidMetricsToken: {
+            headers: {
+                /** @description `Bearer realm="agentmon metrics"` */
+                "WWW-Authenticate"?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "Invalid metrics token",
+                 *       "message": "Send the metrics token as Authorization: Bearer <AGENTMON_METRICS_TOKEN>"
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description GET /metrics on the main port of a server without `AGENTMON_METRICS_TOKEN`. */
+        MetricsNotServed: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "Not found",
+                 *       "message": "Metrics are not served on this port: set AGENTMON_METRICS_TOKEN to serve them here to that bearer token, or AGENTMON_METRICS_PORT to serve them on a port of their own"
                  *     }
                  */
                 "application/json": components["schemas"]["Error"];
@@ -2658,6 +2738,38 @@ export interface operations {
                     "application/json": components["schemas"]["ReadinessResponse"];
                 };
             };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getMetrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The metrics. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example # HELP agentmon_ingested_total Taken in by calls that succeeded: sessions created, events sent to create_events, OTLP spans and GenAI log records accepted
+                     *     # TYPE agentmon_ingested_total counter
+                     *     agentmon_ingested_total{kind="sessions"} 12
+                     *     agentmon_ingested_total{kind="events"} 4810
+                     *     agentmon_ingested_total{kind="spans"} 0
+                     *     agentmon_ingested_total{kind="log_records"} 0
+                     */
+                    "text/plain; version=0.0.4": string;
+                };
+            };
+            401: components["responses"]["InvalidMetricsToken"];
+            404: components["responses"]["MetricsNotServed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };

@@ -11,6 +11,7 @@ import { exportSession } from "./exportSession.ts";
 import { exportTraces } from "./exportTraces.ts";
 import { exportTracesSlash } from "./exportTracesSlash.ts";
 import { getHealth } from "./getHealth.ts";
+import { getMetrics } from "./getMetrics.ts";
 import { getOpenapiSpec } from "./getOpenapiSpec.ts";
 import { getReadiness } from "./getReadiness.ts";
 import { getSession } from "./getSession.ts";
@@ -48,6 +49,7 @@ export const createHandlers = (deps: Deps) =>
     deleteSession: deleteSession(deps),
     getHealth: getHealth(deps),
     getReadiness: getReadiness(deps),
+    getMetrics: getMetrics(deps),
     getUiHome: getUiHome(deps),
     getUiSession: getUiSession(deps),
     getUiAsset: getUiAsset(deps),

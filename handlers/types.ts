@@ -14,6 +14,7 @@ import { internalError } from "../domain/errors.ts";
 import type { ApiKeyRecord, Claims, OtlpClaims } from "../domain/types.ts";
 import type { operations } from "../generated/api.ts";
 import type { Context } from "../services/context.ts";
+import type { Metrics } from "../services/metrics.ts";
 
 type Op<K extends keyof operations> = operations[K];
 type Content<C> = C extends { content: { "application/json": infer B } }
@@ -22,7 +23,9 @@ type Content<C> = C extends { content: { "application/json": infer B } }
     ? Y
     : C extends { content: { "text/plain": infer T } }
       ? T
-      : never;
+      : C extends { content: { "text/plain; version=0.0.4": infer P } }
+        ? P
+        : never;
 
 export type OperationId = keyof operations;
 
@@ -58,6 +61,8 @@ export interface Deps extends Context {
   startedAt: number;
   /** Why the server is refusing new work right now (O2), or undefined when it is not. */
   pressure(): string | undefined;
+  /** The app's metrics, served by getMetrics (the services count into it as `counts`). */
+  metrics: Metrics;
 }
 
 declare module "fastify" {

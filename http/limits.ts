@@ -26,8 +26,8 @@ const overloaded = (lagMs: number) => serviceUnavailable(`The server is ${laggin
 
 /**
  * Refuses new work at once while the server stops or its event loop lags, instead of queueing
- * without bound. Liveness is never refused; readiness answers its own 503 (getReadiness), from
- * the `pressure` this answers.
+ * without bound. Liveness and metrics are never refused this way (an overload is when they are
+ * needed); readiness answers its own 503 (getReadiness), from the `pressure` this answers.
  */
 export async function backpressure(app: FastifyInstance, maxEventLoopDelay = 1000) {
   let closing = false;
@@ -43,7 +43,8 @@ export async function backpressure(app: FastifyInstance, maxEventLoopDelay = 100
     // The lag is Infinity when no sample was taken in the last interval: that happens once, while
     // the app compiles its routes at start-up, and is not overload.
     pressureHandler: async (req, _reply, _type, value) => {
-      if (req.routeOptions.url === "/healthz" || req.routeOptions.url === "/readyz") return;
+      const url = req.routeOptions.url;
+      if (url === "/healthz" || url === "/readyz" || url === "/metrics") return;
       if (!Number.isFinite(value)) return;
       throw overloaded(Number(value));
     },

@@ -2,7 +2,7 @@
  * What the routes of openapi.yaml say beyond their schemas: which credential each operation
  * needs, which methods each path has (for 405 answers), and which media types the responses use.
  */
-export type Security = "apiKey" | "jwt" | "otlp" | "none";
+export type Security = "apiKey" | "jwt" | "otlp" | "metrics" | "none";
 
 interface Operation {
   security?: Record<string, string[]>[];
@@ -20,6 +20,7 @@ export interface Spec {
 
 function securityOf(operation: Operation): Security {
   const schemes = (operation.security ?? []).flatMap((requirement) => Object.keys(requirement));
+  if (schemes.includes("metricsToken")) return "metrics";
   if (schemes.includes("otlpBearer")) return "otlp";
   if (schemes.includes("bearerAuth")) return "jwt";
   if (schemes.includes("agentmonApiKey")) return "apiKey";

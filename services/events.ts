@@ -22,6 +22,7 @@ export function recordEvents(context: Context, claims: Claims, events: JsonObjec
   const { ids, stored } = storeEvents(context, claims, events);
   return stored.then((found) => {
     if (!found) throw sessionNotFound(claims.session_id);
+    context.counts.ingested("events", events.length);
     return ids;
   });
 }

@@ -64,19 +64,25 @@ export async function exportTraces(context: Context, claims: OtlpClaims, body: u
     write.events = write.events.map((event) => priceEvent(event, context.prices) as SpanEventRecord);
   }
   let rejected = checked.rejected;
+  let stored = 0;
   const reasons = [...checked.reasons];
   if (writes.length > 0) {
     const outcomes = await context.store.ingestTraces(claims.project_id, writes, claims.key_id);
     const counts = spansPerTrace(checked.request);
+    for (const spans of counts.values()) stored += spans;
     outcomes.forEach((outcome, index) => {
       if (outcome !== "foreign") return;
       const write = writes[index] as (typeof writes)[number];
       const traceId = write.session_id.replaceAll("-", "");
-      rejected += counts.get(traceId) ?? 0;
+      const refused = counts.get(traceId) ?? 0;
+      rejected += refused;
+      stored -= refused;
       reasons.push(`trace ${traceId}: it is a session of another project (409)`);
     });
   }
+  context.counts.ingested("spans", stored);
   if (rejected === 0) return {};
+  context.counts.rejected("spans", rejected);
   const shown = reasons.slice(0, REASONS_SHOWN);
   const more = reasons.length > shown.length ? `; and ${reasons.length - shown.length} more` : "";
   return {
@@ -124,7 +130,9 @@ export async function exportLogs(context: Context, claims: OtlpClaims, body: unk
   if (writes.length === 0) return {};
   const outcomes = await context.store.attachSpanRecords(claims.project_id, writes, claims.key_id);
   const refused = outcomes.filter((outcome) => outcome === "foreign").length;
+  context.counts.ingested("log_records", writes.length - refused);
   if (refused === 0) return {};
+  context.counts.rejected("log_records", refused);
   return {
     partialSuccess: {
       rejectedLogRecords: String(refused),

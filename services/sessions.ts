@@ -14,8 +14,9 @@ export async function openSession(context: Context, key: ApiKeyRecord, raw: Json
   }
   if (id === undefined || errors.length > 0) throw invalidRequest(errors);
   const session = newSession(id, changes, timestampFromMillis(context.now()));
-  const { projectId } = await context.store.createSession(key.project_id, session);
+  const { created, projectId } = await context.store.createSession(key.project_id, session);
   if (projectId !== key.project_id) throw conflict(id);
+  if (created) context.counts.ingested("sessions", 1);
   return {
     jwt: context.issueJwt({ session_id: id, project_id: key.project_id, key_id: key.id }),
     session_id: id,

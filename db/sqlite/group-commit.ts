@@ -7,6 +7,9 @@
  * group half done.
  */
 
+import { performance } from "node:perf_hooks";
+import { Histogram } from "../../lib/histogram.ts";
+import type { StorageStats } from "../store.ts";
 import { failsTheGroup } from "./errors.ts";
 import type { Db } from "./open.ts";
 
@@ -28,6 +31,14 @@ interface Call {
 
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
+/** Bucket bounds of the group figures GET /metrics shows (services/metrics.ts). */
+const CALL_BOUNDS = [1, 2, 5, 10, 20, 50, 100, 200, 500];
+const ROW_BOUNDS = [1, 10, 100, 500, 1000, 2500, 5000, 10_000, 25_000];
+const SECOND_BOUNDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+
+/** What the group commit has done and holds: plain numbers, read by the store's stats(). */
+export type GroupStats = Omit<StorageStats, "databaseBytes" | "walBytes" | "thread">;
+
 /** The queue of write calls of one connection, and its group transactions. */
 export class GroupCommit {
   readonly #db: Db;
@@ -35,6 +46,12 @@ export class GroupCommit {
   readonly #queue: Call[] = [];
   #flushScheduled = false;
   #commits = 0;
+  #failed = 0;
+  #queuedRows = 0;
+  // A few additions per group, not per call: what GET /metrics shows of the group commit.
+  readonly #groupCalls = new Histogram(CALL_BOUNDS);
+  readonly #groupRows = new Histogram(ROW_BOUNDS);
+  readonly #commitSeconds = new Histogram(SECOND_BOUNDS);
 
   constructor(db: Db) {
     this.#db = db;
@@ -53,10 +70,25 @@ export class GroupCommit {
     return this.#commits;
   }
 
+  /** The queue now, and the groups so far. */
+  stats(): GroupStats {
+    return {
+      queuedCalls: this.#queue.length,
+      queuedRows: this.#queuedRows,
+      committedGroups: this.#commits,
+      failedGroups: this.#failed,
+      groupCalls: this.#groupCalls.snapshot(),
+      groupRows: this.#groupRows.snapshot(),
+      commitSeconds: this.#commitSeconds.snapshot(),
+    };
+  }
+
   /** Queues a write call of `rows` rows; it settles once the group it ran in is committed or not. */
   write<T>(rows: number, run: () => T): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.#queue.push({ rows: Math.max(1, rows), run, resolve: resolve as (value: unknown) => void, reject });
+      const call = { rows: Math.max(1, rows), run, resolve: resolve as (value: unknown) => void, reject };
+      this.#queue.push(call);
+      this.#queuedRows += call.rows;
       this.#schedule();
     });
   }
@@ -88,6 +120,7 @@ export class GroupCommit {
       calls++;
       rows += call.rows;
     }
+    this.#queuedRows -= rows;
     return this.#queue.splice(0, calls);
   }
 
@@ -95,6 +128,7 @@ export class GroupCommit {
     const db = this.#db;
     const tx = this.#tx;
     const outcomes: Outcome[] = [];
+    const started = performance.now();
     try {
       // Only a ROLLBACK that failed below can leave a transaction open between flushes; end it
       // rather than fail every later group with "cannot start a transaction within a transaction".
@@ -113,10 +147,16 @@ export class GroupCommit {
           // The next flush tries again (above); these calls fail with the first error either way.
         }
       }
+      this.#failed++;
       for (const call of group) call.reject(fault);
       return;
     }
+    this.#commitSeconds.observe((performance.now() - started) / 1000);
     this.#commits++;
+    this.#groupCalls.observe(group.length);
+    let rows = 0;
+    for (const call of group) rows += call.rows;
+    this.#groupRows.observe(rows);
     group.forEach((call, index) => {
       const outcome = outcomes[index] as Outcome;
       if (outcome.ok) call.resolve(outcome.value);

@@ -5,6 +5,7 @@
  * synchronous; the async methods only wrap it. Every failure leaves as a typed error
  * (errors.ts translates SQLite's codes).
  */
+import { statSync } from "node:fs";
 import {
   importedEntries,
   type PriceEntry,
@@ -17,7 +18,7 @@ import { patchEvent } from "../../domain/records.ts";
 import { parseTimestamp, type Timestamp } from "../../domain/timestamps.ts";
 import type { EventRecord, TraceOutcome } from "../../domain/types.ts";
 import { SchemaMismatch } from "../errors.ts";
-import type { Store } from "../store.ts";
+import type { StorageStats, Store } from "../store.ts";
 import { type Checkpointer, startCheckpointer } from "./checkpointer.ts";
 import { rethrow } from "./errors.ts";
 import { type EventPatcher, eventStatements } from "./events.ts";
@@ -154,6 +155,7 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
       await group.write(1, () => keys.heartbeat(now));
       return version;
     },
+    stats: async () => ({ ...group.stats(), ...databaseSize(db) }),
     async close() {
       // What is queued is committed (or fails) before the connection closes: no call is dropped.
       // A call made after close() fails in its flush, as any use of a closed connection does.
@@ -162,6 +164,17 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
       if (db.open) db.close();
     },
   } satisfies SqliteStore);
+}
+
+/** The bytes of the database on disk, main file and WAL; a database in memory counts its pages. */
+function databaseSize(db: Db): Pick<StorageStats, "databaseBytes" | "walBytes"> {
+  if (!db.open) return { databaseBytes: 0, walBytes: 0 };
+  if (db.memory) {
+    const pages = Number(db.pragma("page_count", { simple: true }));
+    return { databaseBytes: pages * Number(db.pragma("page_size", { simple: true })), walBytes: 0 };
+  }
+  const size = (path: string) => statSync(path, { throwIfNoEntry: false })?.size ?? 0;
+  return { databaseBytes: size(db.name), walBytes: size(`${db.name}-wal`) };
 }
 
 /**

@@ -122,7 +122,8 @@ class Channel {
   call<M extends Method>(method: M, args: Parameters<Remote[M]>, rows = 1): ReturnType<Remote[M]> {
     return new Promise<unknown>((resolve, reject) => {
       if (this.failure !== undefined) return reject(this.failure);
-      if (this.#backlog > 0 && this.#backlog + rows > this.#maxBacklog) {
+      // A call of no rows (stats) is never refused: it is how a struggling store is watched.
+      if (rows > 0 && this.#backlog > 0 && this.#backlog + rows > this.#maxBacklog) {
         return reject(new StorageFault("behind", "writes arrive faster than the disk takes them"));
       }
       const id = this.#nextId++;
@@ -130,6 +131,11 @@ class Channel {
       this.#pending.set(id, { rows, resolve, reject });
       this.#worker.postMessage([id, method, args] as Call);
     }) as unknown as ReturnType<Remote[M]>;
+  }
+
+  /** The calls sent and not answered yet, the rows they carry, and the bound on those rows (O2). */
+  load() {
+    return { pendingCalls: this.#pending.size, backlogRows: this.#backlog, maxBacklogRows: this.#maxBacklog };
   }
 
   /**
@@ -206,6 +212,12 @@ export async function openThreadedStore(options: ThreadOptions): Promise<Threade
     // The rows' JSON is built here, on the main thread, so that the storage thread only writes.
     insertEvents: (projectId, sessionId, events, keyId) =>
       channel.call("insertEventRows", [projectId, sessionId, events.map(eventRow), keyId], events.length),
+    // The storage thread's own figures (its group commit, the file's size), asked for at each
+    // scrape, with this side's queue of calls to it (docs/decisions/012-metrics.md).
+    stats: async () => {
+      const thread = channel.load();
+      return { ...(await channel.call("stats", [], 0)), thread };
+    },
     // The same for spans; the call counts its rows toward the backlog bound (O2), as create_events does.
     ingestTraces: (projectId, writes, keyId) => {
       const rows = writes.map(traceRows);

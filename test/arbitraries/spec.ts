@@ -16,7 +16,7 @@ export const loadSpec = (url: URL): Spec => parseYaml(readFileSync(url, "utf8"))
 
 // ---------------------------------------------------------------------------------- operations
 
-export type Security = "apiKey" | "jwt" | "none";
+export type Security = "apiKey" | "jwt" | "metrics" | "none";
 
 export interface Parameter {
   name: string;
@@ -54,7 +54,9 @@ export function operationsOf(spec: Spec): Operation[] {
         ? "jwt"
         : schemes.some((s) => /ApiKey$/.test(s))
           ? "apiKey"
-          : "none";
+          : schemes.includes("metricsToken")
+            ? "metrics"
+            : "none";
       const requestBody = op.requestBody ? deref(spec, op.requestBody).node : undefined;
       const parameters = [...(item.parameters ?? []), ...(op.parameters ?? [])].map(
         (p: Schema) => deref(spec, p).node as Parameter,

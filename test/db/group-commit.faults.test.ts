@@ -36,6 +36,7 @@ t.test(
     const pages = db.pragma("page_count", { simple: true }) as number;
     db.pragma(`max_page_count = ${pages}`); // not one page more
     const before = store.commits;
+    const stats = await store.stats();
 
     const group = () => [
       // These two need no new page: their savepoints are released before the fault.
@@ -48,6 +49,11 @@ t.test(
     const outcomes = await Promise.all(group().map(outcome));
     t.same(outcomes, Array(4).fill("SQLITE_FULL"), "every call rejects with the storage error, those before it too");
     t.equal(store.commits - before, 0, "nothing committed");
+    const failed = await store.stats();
+    t.equal(failed.failedGroups - stats.failedGroups, 1, "GET /metrics sees one failed group");
+    t.equal(failed.committedGroups, stats.committedGroups, "and no committed one");
+    t.equal(failed.groupCalls.count, stats.groupCalls.count, "a failed group has no size or commit time");
+    t.equal(failed.queuedRows, 0, "its rows left the queue");
     t.same(committed.session("doomed"), { end_state: null, end_state_reason: null }, "the delete is undone");
     t.equal(committed.session("s")?.end_state, null, "the update is undone");
     t.equal(committed.events("big-0", "big-49"), 0);

@@ -57,9 +57,12 @@ export async function fresh(ctx: Ctx): Promise<Ctx> {
   return { ...ctx, sessionId, jwt: await seededSession(ctx.api, sessionId) };
 }
 
+/** GET /metrics's bearer token on the fuzzed app. */
+export const METRICS_TOKEN = "fuzz-metrics-token-0123456789";
+
 export async function fuzzApp(t: Test): Promise<Ctx> {
   const dbPath = join(tempDir(t), "fuzz.db");
-  const api = await build(t, { dbPath });
+  const api = await build(t, { dbPath, metricsToken: METRICS_TOKEN });
   for (const id of SEEDED_SESSIONS.slice(1)) await api.session(id, { tags: ["seed"] });
   const foreignSessionId = "fuzz-foreign";
   await api.session(foreignSessionId, {}, OTHER_PROJECT_KEY);
@@ -96,6 +99,7 @@ export async function fuzzApp(t: Test): Promise<Ctx> {
 export function credentials(ctx: Ctx, op: Operation): Record<string, string> {
   if (op.security === "apiKey") return { "x-agentmon-api-key": API_KEY };
   if (op.security === "jwt") return { authorization: `Bearer ${ctx.jwt}` };
+  if (op.security === "metrics") return { authorization: `Bearer ${METRICS_TOKEN}` };
   return {};
 }
 

@@ -68,6 +68,46 @@ export function lifecycleContract(t: Test, { bare, fresh, schemaVersion }: Fixtu
     t.equal(await store.ping("2026-11-22T06:00:01Z"), schemaVersion, "again");
   });
 
+  t.test(
+    "stats: each committed write call and its rows are counted once, nothing stays queued, reading writes nothing",
+    async (t) => {
+      const { store, p } = await fresh(t);
+      const before = await store.stats();
+      await store.createSession(p, newSession("s"));
+      await Promise.all([
+        store.insertEvents(p, "s", [event("e1"), event("e2"), event("e3")]),
+        store.updateSession(p, "s", { end_state: "Success", extra: {} }),
+      ]);
+      const after = await store.stats();
+      const groups = after.committedGroups - before.committedGroups;
+      t.ok(groups >= 2 && groups <= 3, `3 calls in 2 or 3 groups (${groups})`);
+      t.equal(after.groupCalls.sum - before.groupCalls.sum, 3, "3 write calls");
+      t.equal(after.groupRows.sum - before.groupRows.sum, 5, "5 rows: the session, 3 events, the update");
+      t.equal(after.groupCalls.count - before.groupCalls.count, groups, "a size per group");
+      t.equal(after.commitSeconds.count - before.commitSeconds.count, groups, "a commit time per group");
+      t.equal(after.failedGroups, before.failedGroups, "no group failed");
+      t.equal(after.queuedCalls, 0, "nothing waits once every call settled");
+      t.equal(after.queuedRows, 0);
+      t.ok(after.databaseBytes > 0, `the database has bytes (${after.databaseBytes})`);
+      t.ok(after.walBytes >= 0);
+      for (const name of ["groupCalls", "groupRows", "commitSeconds"] as const) {
+        const h = after[name];
+        t.equal(h.counts.length, h.bounds.length + 1, `${name}: a count per bound and +Inf`);
+        t.equal(
+          h.counts.reduce((a, b) => a + b, 0),
+          h.count,
+          `${name}: the buckets hold every observation`,
+        );
+        t.ok(
+          h.bounds.every((bound, i) => i === 0 || bound > (h.bounds[i - 1] as number)),
+          `${name}: ascending bounds`,
+        );
+      }
+      const again = await store.stats();
+      t.equal(again.committedGroups, after.committedGroups, "asking for stats commits nothing");
+    },
+  );
+
   t.test("G7: every write resolves only once it is committed", async (t) => {
     const { store, committed, p } = await fresh(t);
     if (committed === undefined) {
