@@ -18,6 +18,8 @@
 //   ui/                     the static UI assets module (ui/*.js are browser scripts).
 //   lib/                    leaf utilities (paths, spec loading): import nothing of ours.
 //   generated/              generated code: imports nothing of ours.
+//   clients/typescript/     the TypeScript client, a package of its own (@agentmon/client): apart from
+//                           the layers, it imports only its own files and its packages.
 //
 // Decisions:
 // - Type-only imports count (tsPreCompilationDeps: true), for the layers and for cycles alike: an
@@ -47,6 +49,7 @@ const DB_STORE = "^db/store\\.ts$";
 const DB_CORE = "^db/(store|errors)\\.ts$";
 const ADAPTERS = "^db/(sqlite|postgres)/";
 const GENERATED = "^generated/";
+const CLIENT = "^clients/typescript/";
 // Unanchored: a package may resolve through a symlink to a node_modules outside the root.
 const NODE_MODULES = "(^|/)node_modules/";
 const PRODUCTION = "^(server\\.ts|app\\.ts)$|^(cli|http|handlers|services|ingest|domain|lib|db|ui)/";
@@ -150,6 +153,16 @@ export default {
     layer("ui-imports-only-lib", UI, [UI, LIB], "The UI assets module serves files; it knows nothing else of ours."),
     layer("lib-imports-nothing-of-ours", LIB, [LIB], "lib/ is the leaf: utilities that import nothing of ours."),
     layer("generated-imports-nothing-of-ours", GENERATED, [GENERATED], "Generated code imports nothing of ours."),
+    {
+      name: "client-imports-only-its-own-files",
+      severity: "error",
+      comment:
+        "The TypeScript client is published on its own: it imports its own files (its generated/api.ts is a copy " +
+        "scripts/generate.ts writes) and its packages, never the server's code, not even the root generated/, " +
+        "which its package would not carry; and no Node built-in, so that it runs wherever fetch does.",
+      from: { path: CLIENT },
+      to: { pathNot: [CLIENT, NODE_MODULES], couldNotResolve: false },
+    },
     {
       name: "db-adapter-imports-only-db-core-domain-lib",
       severity: "error",

@@ -6,16 +6,19 @@
 // shims/). The parsed openapi.yaml is written beside it (lib/spec.ts). `npm install` builds it
 // (the `prepare` script) and bin/agentmon.js rebuilds it whenever one of its inputs is newer.
 import { createHash } from "node:crypto";
-import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 
 const ROOT = new URL("../", import.meta.url);
 export const OUT = new URL("dist/agentmon.mjs", ROOT);
 const INPUTS = new URL("dist/inputs.json", ROOT);
 
-/** True when the bundle is missing or older than one of the files it was built from. */
+/** True when the bundle is missing, or, in a clone, older than one of the files it was built from. */
 export function isStale() {
   try {
     const built = statSync(OUT).mtimeMs;
+    // An installed package (npm never packs a lockfile) runs the bundle it was packed with: the
+    // times of its files are those of the unpacking, not of their edits.
+    if (!existsSync(new URL("package-lock.json", ROOT))) return false;
     const inputs = JSON.parse(readFileSync(INPUTS, "utf8"));
     return inputs.some((path) => statSync(new URL(path, ROOT)).mtimeMs > built);
   } catch {

@@ -148,7 +148,7 @@ export async function serve(config: Config, io: Output): Promise<number> {
   base ??= address.replace(/\/\/(\[::\]|0\.0\.0\.0)(?=:)/, "//localhost");
   showFirstKey(base);
   if (firstKey === undefined && config.apiKey === undefined) {
-    io.out("agentmon: API keys: `npx agentmon keys create` makes a new one, `npx agentmon keys list` shows them");
+    io.out("agentmon: API keys: `agentmon keys create` makes a new one, `agentmon keys list` shows them");
   }
   if (metricsPort) io.out(`agentmon: metrics on ${metricsPort.url} (no credential: keep this port private)`);
   io.out(`agentmon: listening on ${address} (database ${config.db})`);

@@ -1,15 +1,17 @@
 /**
  * Generates the committed files of generated/, each under a header that carries the SHA-256 of its
  * source, so that ANY change to the source (a description, a comment) makes the committed file stale:
- * - generated/api.ts from openapi.yaml, with openapi-typescript;
+ * - generated/api.ts from openapi.yaml, with openapi-typescript, and the same file as
+ *   clients/typescript/generated/api.ts, so that the TypeScript client package carries its own types
+ *   and imports nothing from the server's tree;
  * - generated/otlp.js and generated/otlp.d.ts from the .proto files under proto/ (the OTLP subset),
  *   with protobufjs-cli's pbjs: a static ESM module, decode and encode only.
  * `--check` compares instead of writing and exits 1 on a difference; `npm test` runs it.
  */
 import { createHash } from "node:crypto";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, relative } from "node:path";
+import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import openapiTS, { astToString, COMMENT_HEADER } from "openapi-typescript";
 import { pbjs } from "protobufjs-cli";
@@ -29,7 +31,11 @@ async function apiOutputs(): Promise<Output[]> {
   const sha256 = createHash("sha256").update(spec).digest("hex");
   const ast = await openapiTS(spec.toString("utf8"), { emptyObjectsUnknown: true });
   const text = `${COMMENT_HEADER}// Source: openapi.yaml, sha256 ${sha256}. Regenerate with \`npm run generate\`.\n\n${astToString(ast)}`;
-  return [{ target: "generated/api.ts", text, source: `openapi.yaml sha256 ${sha256.slice(0, 12)}…` }];
+  const source = `openapi.yaml sha256 ${sha256.slice(0, 12)}…`;
+  return [
+    { target: "generated/api.ts", text, source },
+    { target: "clients/typescript/generated/api.ts", text, source },
+  ];
 }
 
 /** Every .proto under proto/, sorted, as paths relative to proto/ (the import paths). */
@@ -93,6 +99,7 @@ if (process.argv.includes("--check")) {
   if (stale) process.exit(1);
 } else {
   for (const { target, text, source } of outputs) {
+    mkdirSync(dirname(join(ROOT, target)), { recursive: true });
     writeFileSync(join(ROOT, target), text);
     console.log(`${target} written (${source})`);
   }

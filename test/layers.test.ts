@@ -92,3 +92,16 @@ t.test("a handler importing another handler is reported", async (t) => {
   });
   t.same(found, ["handler-not-to-other-handler: handlers/putThing.ts → handlers/getThing.ts"]);
 });
+
+t.test("the TypeScript client importing the server's code or a Node built-in is reported", async (t) => {
+  const found = await violations(t, {
+    "clients/typescript/api.ts": "export type Paths = { a: 1 };\n",
+    "clients/typescript/index.ts":
+      'import type { Paths } from "./api.ts";\nimport type { Thing } from "../../domain/thing.ts";\n' +
+      'import { join } from "node:path";\nexport const x = (p: Paths, t: Thing) => join(String(p), t.id);\n',
+  });
+  t.same(found.sort(), [
+    "client-imports-only-its-own-files: clients/typescript/index.ts → domain/thing.ts",
+    "client-imports-only-its-own-files: clients/typescript/index.ts → path",
+  ]);
+});
