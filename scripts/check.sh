@@ -27,11 +27,14 @@ gate "typecheck" npm run -s typecheck
 # Left out: files that never call build() (crash, layers, openapi), and the costly ones whose time
 # goes elsewhere than the store: fuzz (30 s; its round trips are in the Store contract, which runs
 # on the thread), browser (Chromium), server, overload and shutdown (mostly child processes, which
-# use the storage thread anyway). Each build() here starts a storage thread: about 0.2-0.4 s a test.
+# use the storage thread anyway), and the CLI's (cost.cli, container: child processes too).
+# Each build() here starts a storage thread: about 0.2-0.4 s a test.
 THREAD_TESTS=(
-  test/attacks.*.test.ts test/auth.*.test.ts test/cost.*.test.ts test/events.*.test.ts test/faults.test.ts
+  test/attacks.*.test.ts test/auth.*.test.ts test/cost.bills.test.ts test/cost.migration.test.ts
+  test/cost.overrides.test.ts test/cost.pricing.test.ts test/events.*.test.ts test/faults.test.ts
   test/general.*.test.ts test/limits.*.test.ts test/read.*.test.ts test/replay.test.ts test/sessions.*.test.ts
   test/ui.test.ts test/otlp.t1-t4.test.ts test/otlp.t5-t7.test.ts test/otlp.replay.test.ts test/metrics.test.ts
+  test/client.test.ts
 )
 
 logs=()
