@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 38b1942f8931e5e0d6dffd3cd83e59ef18786e605ccc66e8079386712616c0a6. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 1c6d1b7d9ccd2b21381883a47cf41a1aa48a9dc317e655179cf81b6b02c0efa0. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
