@@ -31,7 +31,7 @@ gate "typecheck" npm run -s typecheck
 THREAD_TESTS=(
   test/attacks.*.test.ts test/auth.*.test.ts test/cost.*.test.ts test/events.*.test.ts test/faults.test.ts
   test/general.*.test.ts test/limits.*.test.ts test/read.*.test.ts test/replay.test.ts test/sessions.*.test.ts
-  test/ui.test.ts test/otlp.t1-t4.test.ts test/otlp.t5-t7.test.ts test/otlp.replay.test.ts
+  test/ui.test.ts test/otlp.t1-t4.test.ts test/otlp.t5-t7.test.ts test/otlp.replay.test.ts test/compat.*.test.ts
 )
 
 logs=()
