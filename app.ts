@@ -11,6 +11,7 @@ import { type PriceTable, priceTable } from "./domain/prices.ts";
 import { createHandlers } from "./handlers/index.ts";
 import { credentials } from "./http/auth.ts";
 import { bodies } from "./http/body.ts";
+import { docs } from "./http/docs.ts";
 import { clientError, errorAnswers, sendError, toApiError } from "./http/errors.ts";
 import { backpressure, timeouts } from "./http/limits.ts";
 import { requestMetrics } from "./http/metrics.ts";
@@ -62,8 +63,9 @@ export interface AppOptions {
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const { store, now = Date.now, bodyLimit = 5 * MIB } = options;
   const metrics = options.metrics ?? new Metrics(() => store.stats());
-  const { text: specText, spec } = loadSpec<Spec>();
-  // E1: the maximum batch is configurable; the served document keeps saying the default.
+  const { text: specText, spec: served } = loadSpec<Spec>();
+  // E1: the maximum batch is configurable; the served document (L3, and /docs) keeps saying the default.
+  const spec = options.maxEvents === undefined ? served : structuredClone(served);
   const eventsSchema = spec.components.schemas.CreateEventsRequest?.properties?.events;
   if (eventsSchema && options.maxEvents !== undefined) eventsSchema.maxItems = options.maxEvents;
   const routes = routesOf(spec);
@@ -106,6 +108,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     metrics,
   });
   await app.register(openapiGlue, { specification: spec, serviceHandlers: handlers });
+  await docs(app, served as unknown as Record<string, unknown>);
   app.addHook("onClose", async () => store.close());
   return app;
 }

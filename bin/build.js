@@ -52,6 +52,17 @@ export async function build() {
     },
     plugins: [
       {
+        // GET /docs's plugins load yaml as they are registered; bin/shims/lazy-yaml.cjs defers it.
+        name: "lazy-yaml-for-docs",
+        setup(b) {
+          b.onResolve({ filter: /^yaml$/ }, (args) =>
+            /node_modules\/@fastify\/swagger(-ui)?\//.test(args.importer)
+              ? { path: new URL("bin/shims/lazy-yaml.cjs", ROOT).pathname }
+              : undefined,
+          );
+        },
+      },
+      {
         name: "openapi-schema-validator-shim",
         setup(b) {
           b.onResolve({ filter: /^@seriousme\/openapi-schema-validator$/ }, () => ({

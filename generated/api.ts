@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 beed975ecd13fd626b967932041916f37454d09f3010948d6e577256f80e74b4. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 98da7029f836839bff06916d0c85e32ee3513d98ec6fdbe88680eaf697b21a01. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -201,6 +201,64 @@ export interface paths {
          *     still stored. A `session_id` naming another session is refused with 403.
          */
         post: operations["createAgent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/create_thread": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Record that an agent opened a conversation thread (C3)
+         * @description **C3.** What AgentOps' own server takes at this path: a flat `{ "id", "agent_id" }` with the
+         *     session's JWT; `id` is required. agentmon keeps it as an `action` event of the JWT's session
+         *     whose `id` is `thread:<id>`, with `action_type` `create_thread`, `thread_id` the thread's id
+         *     and `agent_id` the agent's, at the time it arrived: llm events name the same thread by their
+         *     `thread_id` (E4), and the session's timeline shows when the thread was opened. Unknown fields
+         *     are kept on the event (G5). Repeating the call stores nothing new (E3: the first copy
+         *     stays). A `session_id` naming another session is refused with 403 (E5).
+         */
+        post: operations["createThread"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/developer_errors": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An exception raised inside the AgentOps SDK, stored as an error event of its session (C2)
+         * @description **C2.** AgentOps SDK 0.3.x reports an exception raised inside one of its own client methods
+         *     as `{ "type", "message", "stack_trace", "sdk_version", "host_env", "session_id" }` (the last
+         *     only while a session is open) with the API key. The SDK sends it to AgentOps' own host
+         *     whatever endpoint it was given (the README says how to stop that, or point it here).
+         *
+         *     When `session_id` names a session of the key's project, the report is stored as an
+         *     `error` event of that session, at the time it arrived: `error_type` is its `type` (the
+         *     exception's class), `details` its `message`, `logs` its `stack_trace`; `sdk_version`,
+         *     `host_env` and every other field are kept on the event as sent (G5). The answer names the
+         *     session and the new event. A report without a session is answered 200 with
+         *     `event_id: null` and is not stored (agentmon keeps errors as events of a session; the
+         *     server logs it). A `session_id` that is not a session of the key's project (unknown,
+         *     deleted, or another project's) is a 404 and nothing is written.
+         */
+        post: operations["createDeveloperError"];
         delete?: never;
         options?: never;
         head?: never;
@@ -579,6 +637,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/drilldown": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The session link AgentOps SDK 0.3.x prints, redirected to the session's page (C4)
+         * @description **C4.** `?session_id=<id>` answers `302` to `/sessions/<id>` (percent-encoded), the page
+         *     `session_url` (S2) points at, so a link the SDK printed with agentmon's address in place of
+         *     AgentOps' opens the session. The session is not looked up here (no credential is needed):
+         *     the page itself asks the read API with the API key, and says when the session is not in
+         *     the key's project. Without a `session_id`, or with an empty one or one longer than 256
+         *     characters, the answer is a 400 naming `query.session_id`.
+         */
+        get: operations["getUiDrilldownRedirect"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -593,6 +676,26 @@ export interface paths {
          *     needed. Use it as a liveness probe: when it stops answering, restart the process.
          */
         get: operations["getHealth"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/health": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Liveness, under the other common name (C1)
+         * @description **C1.** The same answer as `GET /healthz`, for probes and tools that ask for `/health`.
+         */
+        get: operations["getHealthAlias"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1058,6 +1161,47 @@ export interface components {
             /** @constant */
             status: "success";
             agent_id: string;
+        };
+        CreateThreadRequest: {
+            id: components["schemas"]["Id"];
+            agent_id?: components["schemas"]["NullableId"];
+            session_id?: components["schemas"]["NullableId"];
+        } & {
+            [key: string]: unknown;
+        };
+        CreateThreadResponse: {
+            /** @constant */
+            status: "success";
+            thread_id: string;
+            /** @description `thread:<thread_id>`, the id of the action event that records the thread. */
+            event_id: string;
+        };
+        /** @description What AgentOps SDK 0.3.x sends (agentops/meta_client.py); any other field is kept as sent (G5). */
+        DeveloperErrorRequest: {
+            /**
+             * @description The exception's class name; stored as the event's `error_type`.
+             * @example AttributeError
+             */
+            type: string;
+            /** @description The exception's text (may be empty); stored as the event's `details`. */
+            message: string;
+            /** @description The formatted traceback; stored as the event's `logs`. */
+            stack_trace?: string | null;
+            /** @example 0.3.26 */
+            sdk_version?: string | null;
+            /** @description The SDK's description of the machine (as in a session's `host_env`); kept as sent. */
+            host_env?: unknown;
+            session_id?: components["schemas"]["NullableId"];
+        } & {
+            [key: string]: unknown;
+        };
+        DeveloperErrorResponse: {
+            /** @constant */
+            status: "success";
+            /** @description The session the report was stored in; `null` when it named none. */
+            session_id: string | null;
+            /** @description The id of the new error event; `null` when nothing was stored. */
+            event_id: string | null;
         };
         ReauthorizeJwtRequest: {
             session_id: components["schemas"]["Id"];
@@ -1938,6 +2082,98 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    createThread: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "5f0c1f6e-3b8a-4d2e-9c47-0e1d2a3b4c5d",
+                 *       "agent_id": "b8d63dc0-a7e4-467a-9038-02ccb144ef62"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateThreadRequest"];
+            };
+        };
+        responses: {
+            /** @description The thread is recorded (or was already). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "thread_id": "5f0c1f6e-3b8a-4d2e-9c47-0e1d2a3b4c5d",
+                     *       "event_id": "thread:5f0c1f6e-3b8a-4d2e-9c47-0e1d2a3b4c5d"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CreateThreadResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["InvalidJwt"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createDeveloperError: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "sdk_version": "0.3.26",
+                 *       "type": "AttributeError",
+                 *       "message": "'NoneType' object has no attribute 'session_id'",
+                 *       "stack_trace": "Traceback (most recent call last):\n  ...\nAttributeError: 'NoneType' object has no attribute 'session_id'\n",
+                 *       "host_env": {
+                 *         "OS": {
+                 *           "OS": "Linux"
+                 *         }
+                 *       },
+                 *       "session_id": "6fbb6581-44b2-42ad-9cf4-13a41f4ceeb7"
+                 *     }
+                 */
+                "application/json": components["schemas"]["DeveloperErrorRequest"];
+            };
+        };
+        responses: {
+            /** @description Stored as an error event of the session it names, or, naming none, acknowledged. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeveloperErrorResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["InvalidApiKey"];
+            404: components["responses"]["SessionNotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     reauthorizeJwt: {
         parameters: {
             query?: never;
@@ -2685,7 +2921,64 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    getUiDrilldownRedirect: {
+        parameters: {
+            query: {
+                /**
+                 * @description The session's id.
+                 * @example 6fbb6581-44b2-42ad-9cf4-13a41f4ceeb7
+                 */
+                session_id: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Go to the session's page. */
+            302: {
+                headers: {
+                    /** @description `/sessions/<id>`, the id percent-encoded. */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["InvalidQuery"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     getHealth: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The process is serving. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "uptime_s": 3600
+                     *     }
+                     */
+                    "application/json": components["schemas"]["HealthResponse"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getHealthAlias: {
         parameters: {
             query?: never;
             header?: never;

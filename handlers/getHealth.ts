@@ -1,6 +1,7 @@
+import { uptime } from "../services/health.ts";
 import type { Deps, Handler } from "./types.ts";
 
 /** Liveness: answers for as long as the process serves (O2 never refuses it). */
 export const getHealth =
   (deps: Deps): Handler<"getHealth"> =>
-  async () => ({ status: "success", uptime_s: Math.floor((deps.now() - deps.startedAt) / 1000) });
+  async () => ({ status: "success", uptime_s: uptime(deps.startedAt, deps.now()) });

@@ -1,9 +1,11 @@
 import { createAgent } from "./createAgent.ts";
+import { createDeveloperError } from "./createDeveloperError.ts";
 import { createEvents } from "./createEvents.ts";
 import { createEventsUnversioned } from "./createEventsUnversioned.ts";
 import { createOtlpToken } from "./createOtlpToken.ts";
 import { createSession } from "./createSession.ts";
 import { createSessionUnversioned } from "./createSessionUnversioned.ts";
+import { createThread } from "./createThread.ts";
 import { deleteSession } from "./deleteSession.ts";
 import { exportLogs } from "./exportLogs.ts";
 import { exportMetrics } from "./exportMetrics.ts";
@@ -11,6 +13,7 @@ import { exportSession } from "./exportSession.ts";
 import { exportTraces } from "./exportTraces.ts";
 import { exportTracesSlash } from "./exportTracesSlash.ts";
 import { getHealth } from "./getHealth.ts";
+import { getHealthAlias } from "./getHealthAlias.ts";
 import { getMetrics } from "./getMetrics.ts";
 import { getOpenapiSpec } from "./getOpenapiSpec.ts";
 import { getReadiness } from "./getReadiness.ts";
@@ -18,6 +21,7 @@ import { getSession } from "./getSession.ts";
 import { getSessionLogs } from "./getSessionLogs.ts";
 import { getSessionStats } from "./getSessionStats.ts";
 import { getUiAsset } from "./getUiAsset.ts";
+import { getUiDrilldownRedirect } from "./getUiDrilldownRedirect.ts";
 import { getUiHome } from "./getUiHome.ts";
 import { getUiSession } from "./getUiSession.ts";
 import { getUiTraceRedirect } from "./getUiTraceRedirect.ts";
@@ -61,4 +65,8 @@ export const createHandlers = (deps: Deps) =>
     getSessionLogs: getSessionLogs(deps),
     getUiTraceRedirect: getUiTraceRedirect(deps),
     uploadLogs: uploadLogs(deps),
+    getHealthAlias: getHealthAlias(deps),
+    createDeveloperError: createDeveloperError(deps),
+    createThread: createThread(deps),
+    getUiDrilldownRedirect: getUiDrilldownRedirect(deps),
   }) satisfies Handlers;

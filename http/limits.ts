@@ -21,6 +21,9 @@ export function timeouts(requestTimeoutMs = 30_000, keepAliveTimeoutMs = 72_000)
   };
 }
 
+/** Liveness (also under C1's name) and readiness, which answers its own 503. */
+const NEVER_REFUSED = new Set(["/healthz", "/health", "/readyz", "/metrics"]);
+
 const lagging = (lagMs: number) => `overloaded (event loop lag ${Math.round(lagMs)} ms)`;
 const overloaded = (lagMs: number) => serviceUnavailable(`The server is ${lagging(lagMs)}; retry after 2 seconds`, 2);
 
@@ -43,8 +46,7 @@ export async function backpressure(app: FastifyInstance, maxEventLoopDelay = 100
     // The lag is Infinity when no sample was taken in the last interval: that happens once, while
     // the app compiles its routes at start-up, and is not overload.
     pressureHandler: async (req, _reply, _type, value) => {
-      const url = req.routeOptions.url;
-      if (url === "/healthz" || url === "/readyz" || url === "/metrics") return;
+      if (NEVER_REFUSED.has(req.routeOptions.url ?? "")) return;
       if (!Number.isFinite(value)) return;
       throw overloaded(Number(value));
     },

@@ -1,10 +1,12 @@
-/** Events and agents written with a session's JWT (E1-E7). */
+/** Events and agents written with a session's JWT (E1-E7), and the AgentOps calls stored as events (C2, C3). */
+
+import { developerErrorEvent, developerErrorSession, threadEvent } from "../domain/compat.ts";
 import { type ErrorDetail, forbidden, invalidRequest, notFound, sessionNotFound } from "../domain/errors.ts";
 import { uuidv7 } from "../domain/ids.ts";
 import { priceEvent } from "../domain/prices.ts";
 import { newEvent, readEvent, requireKind, unknownFields } from "../domain/records.ts";
 import { timestampFromMillis } from "../domain/timestamps.ts";
-import type { Claims, EventInput, EventPatch, EventRecord, JsonObject } from "../domain/types.ts";
+import type { ApiKeyRecord, Claims, EventInput, EventPatch, EventRecord, JsonObject } from "../domain/types.ts";
 import type { Context } from "./context.ts";
 
 /** E5: an event (or agent) naming another session than the JWT's is refused. */
@@ -36,7 +38,18 @@ function storeEvents(context: Context, claims: Claims, events: JsonObject[]) {
   });
   if (errors.length > 0) throw invalidRequest(errors);
   refuseForeignSession(claims, inputs);
+  return storeInputs(context, claims, inputs);
+}
 
+/** Where events go: a session of a project, written with a JWT's key (checked in the write: 4.3) or not. */
+interface Scope {
+  project_id: string;
+  session_id: string;
+  key_id?: string;
+}
+
+/** E3: ids given or made, records built, priced and handed to the store (the later copy of an id wins). */
+function storeInputs(context: Context, scope: Scope, inputs: (EventInput & { type: EventRecord["type"] })[]) {
   const now = context.now();
   const received = timestampFromMillis(now);
   const ids = inputs.map((input) => input.id ?? uuidv7(now));
@@ -46,8 +59,32 @@ function storeEvents(context: Context, claims: Claims, events: JsonObject[]) {
     const input = inputs[index] as EventInput & { type: EventRecord["type"] };
     unique.set(id, priceEvent(newEvent(input, id, received), context.prices));
   }
-  const stored = context.store.insertEvents(claims.project_id, claims.session_id, [...unique.values()], claims.key_id);
+  const stored = context.store.insertEvents(scope.project_id, scope.session_id, [...unique.values()], scope.key_id);
   return { ids, stored };
+}
+
+/**
+ * C2: a developer error naming a session of the key's project becomes an error event of it; one
+ * naming no session is not stored (both ids null); any other session is a 404, nothing written.
+ * The key was checked as the request arrived (an API-key operation), so the write does not check
+ * it again, as create_session's does not.
+ */
+export async function recordDeveloperError(context: Context, key: ApiKeyRecord, raw: JsonObject) {
+  const sessionId = developerErrorSession(raw);
+  if (sessionId === undefined) return { session_id: null, event_id: null };
+  const scope = { project_id: key.project_id, session_id: sessionId };
+  const { ids, stored } = storeInputs(context, scope, [developerErrorEvent(raw)]);
+  if (!(await stored)) throw sessionNotFound(sessionId);
+  return { session_id: sessionId, event_id: ids[0] as string };
+}
+
+/** C3: the thread as an action event of the JWT's session; E5 as for any event. */
+export async function recordThread(context: Context, claims: Claims, raw: JsonObject & { id: string }) {
+  const input = threadEvent(raw);
+  refuseForeignSession(claims, [input]);
+  const { stored } = storeInputs(context, claims, [input]);
+  if (!(await stored)) throw sessionNotFound(claims.session_id);
+  return { thread_id: raw.id, event_id: input.id };
 }
 
 /** E6: partial updates of events of the JWT's session; unknown ids are a 404 and nothing changes. */

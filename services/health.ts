@@ -1,4 +1,4 @@
-/** Readiness (GET /readyz): the database answers, is migrated and takes a committed write; not overloaded. */
+/** Liveness (GET /healthz, /health) and readiness (GET /readyz: the database answers, is migrated and takes a committed write; not overloaded). */
 import { SchemaMismatch, StorageFault } from "../db/errors.ts";
 import type { Store } from "../db/store.ts";
 import { serviceUnavailable } from "../domain/errors.ts";
@@ -19,3 +19,6 @@ export async function readiness(
     throw serviceUnavailable(`Not ready: ${reason ?? "the database cannot be written"}`, 5);
   }
 }
+
+/** Liveness: whole seconds since the app was built. */
+export const uptime = (startedAt: number, now: number) => Math.floor((now - startedAt) / 1000);

@@ -73,6 +73,13 @@ t.test("serve: a real process answers, logs each request once, stops on SIGTERM 
   t.equal(events.status, 200, `create_events: ${JSON.stringify(events.body)}`);
   t.same(events.body.event_ids, ["ev-1"]);
 
+  // L4 from the bundle the command runs (decision 013: the plugin's files and yaml, found there).
+  for (const path of ["/docs", "/docs/static/swagger-ui-bundle.js", "/docs/json", "/docs/yaml"]) {
+    const res = await fetch(`${base}${path}`, { signal: AbortSignal.timeout(WAIT_MS) });
+    await res.arrayBuffer();
+    t.equal(res.status, 200, `GET ${path}`);
+  }
+
   await server.waitFor(/"\/v2\/create_events"/);
   server.child.kill("SIGTERM");
   const { code, signal } = await server.exited();
