@@ -34,17 +34,20 @@ export const ASSETS = [
  * script or style, no eval), data only from this origin's API, no plugins, no framing. Stored
  * strings are attacker-controlled, so even a rendering mistake could not run injected script.
  */
-export const CONTENT_SECURITY_POLICY = [
-  "default-src 'self'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self'",
-  "connect-src 'self'",
-  "object-src 'none'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join("; ");
+const policy = (extra: string[] = []) =>
+  [
+    "default-src 'self'",
+    "script-src 'self'",
+    "style-src 'self'",
+    ...extra,
+    "connect-src 'self'",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+  ].join("; ");
+
+export const CONTENT_SECURITY_POLICY = policy(["img-src 'self'"]);
 
 /**
  * The API reference (GET /docs, http/docs.ts): the same policy, but for images also `data:` URLs,
@@ -53,18 +56,7 @@ export const CONTENT_SECURITY_POLICY = [
  * its "Try it out" calls this origin only (`connect-src 'self'`). test/browser.docs.test.ts proves the
  * page works under it with no CSP violation and no request leaving the machine.
  */
-export const DOCS_CONTENT_SECURITY_POLICY = [
-  "default-src 'self'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "font-src 'self'",
-  "connect-src 'self'",
-  "object-src 'none'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join("; ");
+export const DOCS_CONTENT_SECURITY_POLICY = policy(["img-src 'self' data:", "font-src 'self'"]);
 
 /** What every UI and API reference response carries besides its CSP and caching. */
 export const UI_HEADERS = {
