@@ -43,11 +43,11 @@ import { undeclaredMethodsAre405, withoutBodyNever5xx } from "./fuzz/requests.ts
 import { conv, own } from "./fuzz/rules.ts";
 import { operations, SCALE, SEED, withBody, withoutBody } from "./fuzz/setup.ts";
 import { validBodiesAreReadBack } from "./fuzz/valid.ts";
+import { API_KEY, inspect } from "./helper.ts";
 
 // One process runs every property (see above): about 90 s on a quiet 2-core machine, over 120 s
 // (.taprc) when it is shared. A time limit, not a speed check: this is no assertion on timing.
 t.setTimeout(600_000);
-import { API_KEY, inspect } from "./helper.ts";
 
 // ---------------------------------------------------------------------------------- the properties
 
