@@ -17,6 +17,11 @@ const console_: Output = {
 /** Runs one command; answers the exit code (serve answers once it listens). */
 export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Output = console_): Promise<number> {
   try {
+    const options = argv.indexOf("--") === -1 ? argv : argv.slice(0, argv.indexOf("--"));
+    if (options.includes("--help") || options.includes("-h")) {
+      io.err(USAGE);
+      return 0;
+    }
     const { values, positionals } = parseArgs({ args: argv, options: FLAG_OPTIONS, allowPositionals: true });
     const flags = values as Record<string, string | undefined>;
     const [command, sub, ...rest] = positionals;

@@ -163,3 +163,18 @@ t.test("an unknown command or subcommand: exit 2 with the usage", async (t) => {
   t.equal(await main(["keys", "list", "--no-such-flag"], {}, flag.io), 1, "an unknown flag: exit 1");
   t.equal(flag.err.length, 1, "one line");
 });
+
+t.test("--help and -h, anywhere before --: exit 0 with the usage, nothing run", async (t) => {
+  for (const argv of [
+    ["--help"],
+    ["-h"],
+    ["serve", "--help"],
+    ["keys", "create", "-h"],
+    ["prices", "import", "--help"],
+  ]) {
+    const c = capture();
+    t.equal(await main(argv, { AGENTMON_DB: ":memory:" }, c.io), 0, `${argv.join(" ")}: exit 0`);
+    t.match(c.err.join("\n"), /Usage:[\s\S]*agentmon serve/, `${argv.join(" ")}: the usage`);
+    t.same(c.out, [], `${argv.join(" ")}: nothing on stdout`);
+  }
+});
