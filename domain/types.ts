@@ -159,7 +159,8 @@ export interface SpanRecordWrite {
 }
 
 /** How a TraceWrite went: stored (or already stored), or refused: the trace is another project's session. */
-export type TraceOutcome = "stored" | "foreign";
+/** What a trace of a write came to: stored into a session it made (`created`) or one that existed, or refused (another project's). */
+export type TraceOutcome = "created" | "stored" | "foreign";
 
 /** One event of a create_events or update_events body, before it meets a stored event. */
 export interface EventInput {

@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 98da7029f836839bff06916d0c85e32ee3513d98ec6fdbe88680eaf697b21a01. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 09e9b0648b8e4d82232140a50128374be702cebfd5a081b7cfdcf9997aaa7b72. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -746,7 +746,8 @@ export interface paths {
          *       `payload_too_large` (413), `too_many_requests` (429), `unavailable` (503 while shutting
          *       down or overloaded), `storage_busy`, `storage_full`, `storage_unavailable`,
          *       `storage_behind`, `storage_schema` (503 for that storage fault, O2 and O4);
-         *     - `agentmon_ingested_total` by `kind`: `sessions` created, `events` sent in create_events
+         *     - `agentmon_ingested_total` by `kind`: `sessions` created (by create_session or by an
+         *       OTLP trace), `events` sent in create_events
          *       calls that succeeded (a retried event counts again), OTLP `spans` and GenAI
          *       `log_records` accepted; `agentmon_rejected_total` by `kind`: the spans and log records
          *       refused one by one inside a partial success (T8);

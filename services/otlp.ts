@@ -68,6 +68,7 @@ export async function exportTraces(context: Context, claims: OtlpClaims, body: u
   const reasons = [...checked.reasons];
   if (writes.length > 0) {
     const outcomes = await context.store.ingestTraces(claims.project_id, writes, claims.key_id);
+    context.counts.ingested("sessions", outcomes.filter((outcome) => outcome === "created").length);
     const counts = spansPerTrace(checked.request);
     for (const spans of counts.values()) stored += spans;
     outcomes.forEach((outcome, index) => {
@@ -130,6 +131,7 @@ export async function exportLogs(context: Context, claims: OtlpClaims, body: unk
   if (writes.length === 0) return {};
   const outcomes = await context.store.attachSpanRecords(claims.project_id, writes, claims.key_id);
   const refused = outcomes.filter((outcome) => outcome === "foreign").length;
+  context.counts.ingested("sessions", outcomes.filter((outcome) => outcome === "created").length);
   context.counts.ingested("log_records", writes.length - refused);
   if (refused === 0) return {};
   context.counts.rejected("log_records", refused);

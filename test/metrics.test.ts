@@ -194,7 +194,7 @@ t.test("after a load run over real HTTP, the counters say exactly what was sent"
   }
 
   const ingested = (kind: string) => samples.get(key("agentmon_ingested_total", { kind }));
-  t.equal(ingested("sessions"), 5, "5 sessions created (a retry is not a new one)");
+  t.equal(ingested("sessions"), 5 + 3, "5 sessions created (a retry is not a new one), and 3 by traces A, B and C");
   t.equal(ingested("events"), 32, "32 events");
   t.equal(ingested("spans"), 6, "6 spans stored (2 + 2 + the other project's 2)");
   t.equal(ingested("log_records"), 0, "no log records");

@@ -124,19 +124,20 @@ export class TraceTable {
    */
   ingest(projectId: string, writes: TraceRows[]): TraceOutcome[] {
     return writes.map((write) => {
-      const pk = this.#session(projectId, write);
-      if (pk === undefined) return "foreign";
-      this.#events(pk, write.rows);
-      this.#agents(pk, write.agents);
-      return "stored";
+      const session = this.#session(projectId, write);
+      if (session === undefined) return "foreign";
+      this.#events(session.pk, write.rows);
+      this.#agents(session.pk, write.agents);
+      return session.created ? "created" : "stored";
     });
   }
 
   /** T3: keeps each GenAI log record with its span's event, now or when the span arrives. */
   attachRecords(projectId: string, writes: SpanRecordWrite[]): TraceOutcome[] {
     return writes.map((write) => {
-      const pk = this.#session(projectId, { ...write, conversation_id: null, root: null });
-      if (pk === undefined) return "foreign";
+      const session = this.#session(projectId, { ...write, conversation_id: null, root: null });
+      if (session === undefined) return "foreign";
+      const { pk } = session;
       const { record } = write;
       const added = this.#q.recordInsert.run(pk, write.span_id, record.digest, record.time_us, json(record.event));
       const row = added.changes === 1 ? this.#q.event.get(pk, write.span_id) : undefined;
@@ -144,7 +145,7 @@ export class TraceTable {
         const event = withLogRecords(eventRecord(row), this.#records(pk, write.span_id));
         this.#q.eventMessages.run({ pk, id: row.id, body: json(event.fields), extra: json(event.extra) });
       }
-      return "stored";
+      return session.created ? "created" : "stored";
     });
   }
 
@@ -168,7 +169,7 @@ export class TraceTable {
       init_us: now.us,
       conversation_id: null,
       root: null,
-    });
+    })?.pk;
     if (pk === undefined) return undefined;
     const { seq, size } = this.#q.logSeq.get(pk) ?? { seq: null, size: null };
     this.#q.logInsert.run(pk, (seq ?? 0) + 1, now.iso, text);
@@ -183,9 +184,16 @@ export class TraceTable {
       .join("");
   }
 
-  /** Finds or creates the trace's session and applies the session fields; undefined: another project's. */
-  #session(projectId: string, write: Omit<TraceWrite, "events" | "agents">): number | undefined {
+  /**
+   * Finds or creates the trace's session and applies the session fields; undefined: another
+   * project's. `created`: the session is new.
+   */
+  #session(
+    projectId: string,
+    write: Omit<TraceWrite, "events" | "agents">,
+  ): { pk: number; created: boolean } | undefined {
     let row = this.#q.session.get(write.session_id);
+    const created = row === undefined;
     if (row === undefined) {
       this.#q.create.run({
         id: write.session_id,
@@ -218,7 +226,7 @@ export class TraceTable {
         conversation_id: fields.conversation_id,
       });
     }
-    return row.pk;
+    return { pk: row.pk, created };
   }
 
   /**

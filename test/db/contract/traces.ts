@@ -81,13 +81,17 @@ function writeOf(spans: SpanEventRecord[], conversation: string | null = null): 
 export function traceContract(t: Test, { fresh }: Fixtures) {
   t.test("ingestTraces: a trace is a session; the root sets its fields; agents are inherited", async (t) => {
     const { store, p } = await fresh(t);
-    t.strictSame(await store.ingestTraces(p, [writeOf(SPANS.slice(2))]), ["stored"]);
+    t.strictSame(
+      await store.ingestTraces(p, [writeOf(SPANS.slice(2))]),
+      ["created"],
+      "its first span makes the session",
+    );
     const early = await store.readSession(p, TRACE, WHOLE);
     t.equal(early?.session.end_state, null, "without its root the session is running");
     t.equal(early?.session.init_us, US0 + 2_000_000, "init is the earliest span so far");
     t.equal(early?.events.find((e) => e.id === "c1")?.agent_id, null, "no agent known yet");
 
-    t.strictSame(await store.ingestTraces(p, [writeOf(SPANS.slice(0, 2), "conv-0")]), ["stored"]);
+    t.strictSame(await store.ingestTraces(p, [writeOf(SPANS.slice(0, 2), "conv-0")]), ["stored"], "then it exists");
     const found = await store.readSession(p, TRACE, WHOLE);
     t.equal(found?.session.init_us, US0, "init moved to the root's start");
     t.equal(found?.session.end_state, "Success");
@@ -119,7 +123,7 @@ export function traceContract(t: Test, { fresh }: Fixtures) {
     await store.ingestTraces(p, [writeOf(SPANS)]);
     const before = await snapshot(p, TRACE);
     const mine = { ...writeOf([span("x", null, 0)]), session_id: "11111111-2222-4333-8444-555555555555" };
-    t.strictSame(await store.ingestTraces(other, [writeOf([span("z", "r", 9)]), mine]), ["foreign", "stored"]);
+    t.strictSame(await store.ingestTraces(other, [writeOf([span("z", "r", 9)]), mine]), ["foreign", "created"]);
     t.strictSame(await snapshot(p, TRACE), before, "the owner's session did not change");
     t.equal((await store.readSession(other, mine.session_id, WHOLE))?.events.length, 1, "the other trace is stored");
 
@@ -182,7 +186,7 @@ export function traceContract(t: Test, { fresh }: Fixtures) {
     const records = [record(2, "gen_ai.choice", "4"), record(1, "gen_ai.user.message", "2 + 2?")];
     const bare = { ...SPANS[2], fields: {} } as SpanEventRecord;
 
-    t.strictSame(await store.attachSpanRecords(p, records), ["stored", "stored"], "before the span");
+    t.strictSame(await store.attachSpanRecords(p, records), ["created", "stored"], "before the span");
     await store.ingestTraces(p, [writeOf([bare])]);
     const logsFirst = (await store.readSession(p, TRACE, WHOLE))?.events.find((e) => e.id === "c1");
     t.strictSame(
