@@ -9,7 +9,6 @@ import type {
   Position,
   UpdateEventsResult,
 } from "../../domain/types.ts";
-import type { Db } from "./open.ts";
 import {
   EVENT_COLUMNS,
   type EventPageParams,
@@ -19,7 +18,8 @@ import {
   json,
   parse,
   type StoredEvent,
-} from "./rows.ts";
+} from "../rows.ts";
+import type { Db } from "./open.ts";
 
 /** Applies one update_events entry to a stored event: a pure function, run inside the transaction. */
 export type EventPatcher = (stored: EventRecord, patch: EventPatch) => EventRecord;

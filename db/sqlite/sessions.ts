@@ -11,7 +11,6 @@ import type {
   SessionTotals,
   SessionWithTotals,
 } from "../../domain/types.ts";
-import type { Db } from "./open.ts";
 import {
   agentRecord,
   eventRecord,
@@ -22,7 +21,8 @@ import {
   sessionRecord,
   type TotalsRow,
   totals,
-} from "./rows.ts";
+} from "../rows.ts";
+import type { Db } from "./open.ts";
 
 /**
  * The session list's conditions. Its SQL depends on which filters are given: only those

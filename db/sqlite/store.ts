@@ -18,6 +18,7 @@ import { patchEvent } from "../../domain/records.ts";
 import { parseTimestamp, type Timestamp } from "../../domain/timestamps.ts";
 import type { EventRecord, TraceOutcome } from "../../domain/types.ts";
 import { SchemaMismatch } from "../errors.ts";
+import { type EventRow, eventRow } from "../rows.ts";
 import type { StorageStats, Store } from "../store.ts";
 import { type Checkpointer, startCheckpointer } from "./checkpointer.ts";
 import { rethrow } from "./errors.ts";
@@ -27,7 +28,6 @@ import { keyStatements } from "./keys.ts";
 import { schemaVersion, versionOf } from "./migrate.ts";
 import type { Db } from "./open.ts";
 import { priceStatements } from "./prices.ts";
-import { type EventRow, eventRow } from "./rows.ts";
 import { SessionTable } from "./sessions.ts";
 import { rowsOf, type TraceRows, TraceTable, traceRows } from "./traces.ts";
 

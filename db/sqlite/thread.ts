@@ -13,12 +13,12 @@
 import { Worker } from "node:worker_threads";
 import type { PriceEntry } from "../../domain/prices.ts";
 import { revive, StorageFault, type WireError } from "../errors.ts";
+import { eventRow } from "../rows.ts";
 import type { Store } from "../store.ts";
 import { rethrow } from "./errors.ts";
 import { GROUP_MAX_ROWS } from "./group-commit.ts";
 import { keyReader } from "./keys.ts";
 import { openReader, type Synchronous } from "./open.ts";
-import { eventRow } from "./rows.ts";
 import type { SqliteStore } from "./store.ts";
 import { rowsOf, traceRows } from "./traces.ts";
 

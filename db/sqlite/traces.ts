@@ -15,7 +15,6 @@ import type {
   TraceOutcome,
   TraceWrite,
 } from "../../domain/types.ts";
-import type { Db } from "./open.ts";
 import {
   EVENT_COLUMNS,
   type EventRow,
@@ -27,7 +26,8 @@ import {
   recordOfRow,
   type SessionRow,
   type StoredEvent,
-} from "./rows.ts";
+} from "../rows.ts";
+import type { Db } from "./open.ts";
 
 /** A TraceWrite whose events are rows already (rows.ts eventRow), as the storage thread takes it. */
 export type TraceRows = Omit<TraceWrite, "events"> & { rows: EventRow[] };

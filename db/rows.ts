@@ -1,9 +1,11 @@
 /**
- * Rows and records: how the SQLite tables hold what domain/types.ts describes. JSON columns are
- * TEXT; an event's row is an array of column values (EVENT_COLUMNS), cheap to build on one thread
- * and send to another.
+ * Rows and records: how the tables of both adapters (db/sqlite/, db/postgres/) hold what
+ * domain/types.ts describes. JSON columns are text on both engines (kept as sent: PostgreSQL's
+ * jsonb would reorder keys and drop duplicates); an event's row is an array of column values
+ * (EVENT_COLUMNS), cheap to build on one thread and send to another, and the same for either
+ * engine. Only the adapters import this file (.dependency-cruiser.mjs).
  */
-import { parseTimestamp } from "../../domain/timestamps.ts";
+import { parseTimestamp } from "../domain/timestamps.ts";
 import type {
   AgentRecord,
   CostSource,
@@ -14,7 +16,7 @@ import type {
   SessionRecord,
   SessionTotals,
   SpanEventRecord,
-} from "../../domain/types.ts";
+} from "../domain/types.ts";
 
 export const json = (value: unknown) => JSON.stringify(value);
 export const parse = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
