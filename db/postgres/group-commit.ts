@@ -1,0 +1,327 @@
+/**
+ * Group commit on PostgreSQL (docs/decisions/016-postgresql.md). Write calls queue as on SQLite
+ * (db/sqlite/group-commit.ts); a group of queued calls runs in ONE transaction on one of the
+ * writer connections, and the calls settle only once it is committed (G7). Two things differ:
+ *
+ * - Several writer connections (at least two): while one group commits, the next runs on another
+ *   connection, so one slow commit does not stall the queue. Calls of different groups may then
+ *   commit in either order; they are concurrent calls (each client waits for its answer before
+ *   its next write), and what they touch in common is serialized by row locks.
+ * - Round trips cost more than statements: the group's event inserts (the bulk of the traffic) go
+ *   to the database as ONE statement (`INSERT ... SELECT FROM unnest(...)`), after one query that
+ *   checks every API key of the group (4.3) and one that finds every session. Other calls run one
+ *   after the other, each in a savepoint when the group has more than one call.
+ *
+ * A group that fails as a whole for a reason of one call's own (a session deleted by another node
+ * between the check and the insert, a deadlock) is rolled back and its calls are run again one
+ * per transaction, so a call fails only for its own reason. A storage fault (connection lost,
+ * disk full) fails every call of the group.
+ */
+import { performance } from "node:perf_hooks";
+import type pg from "pg";
+import { isLive } from "../../domain/keys.ts";
+import type { ApiKeyRecord } from "../../domain/types.ts";
+import { Histogram } from "../../lib/histogram.ts";
+import { KeyRevoked } from "../errors.ts";
+import type { EventRow } from "../rows.ts";
+import { EVENT_COLUMNS } from "../rows.ts";
+import type { StorageStats } from "../store.ts";
+import { isFault, isRetryable, translate } from "./errors.ts";
+
+/** A group holds at most this many calls, or this many rows; a call is never split. */
+export const GROUP_MAX_CALLS = 500;
+export const GROUP_MAX_ROWS = 5_000;
+
+/** A transaction's queries: what a generic call runs with. */
+export type Tx = pg.ClientBase;
+
+/** The API key a JWT's write was made through, checked inside the write's transaction (4.3). */
+interface KeyCheck {
+  keyId: string | undefined;
+  projectId: string;
+}
+
+/** A create_events call: batched with the others of its group into one INSERT. */
+interface EventsCall extends KeyCheck {
+  kind: "events";
+  sessionId: string;
+  rows: EventRow[];
+}
+
+/** Any other write: run as it is, in the group's transaction. */
+interface RunCall<T> extends KeyCheck {
+  kind: "run";
+  rows: number;
+  run: (tx: Tx) => Promise<T>;
+}
+
+type Work = EventsCall | RunCall<unknown>;
+type Queued = Work & { weight: number; resolve: (value: unknown) => void; reject: (error: unknown) => void };
+type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+const CALL_BOUNDS = [1, 2, 5, 10, 20, 50, 100, 200, 500];
+const ROW_BOUNDS = [1, 10, 100, 500, 1000, 2500, 5000, 10_000, 25_000];
+const SECOND_BOUNDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+
+const COLUMN_TYPES: Record<(typeof EVENT_COLUMNS)[number], string> = {
+  id: "text",
+  type: "text",
+  init_timestamp: "text",
+  init_us: "int8",
+  end_timestamp: "text",
+  end_us: "int8",
+  agent_id: "text",
+  model: "text",
+  prompt_tokens: "int8",
+  completion_tokens: "int8",
+  cost: "float8",
+  cost_source: "text",
+  body: "text",
+  aliases: "text",
+  extra: "text",
+  parent_id: "text",
+  own_agent_id: "text",
+  cache_read_tokens: "int8",
+  cache_creation_tokens: "int8",
+  reasoning_tokens: "int8",
+};
+
+/** One statement inserts any number of event rows: one array parameter per column. */
+export const INSERT_EVENTS = `INSERT INTO events (session_pk, ${EVENT_COLUMNS.join(", ")})
+  SELECT * FROM unnest($1::int8[], ${EVENT_COLUMNS.map((c, i) => `$${i + 2}::${COLUMN_TYPES[c]}[]`).join(", ")})
+  ON CONFLICT (session_pk, id) DO NOTHING`;
+
+/** The parameters of INSERT_EVENTS for these rows, each with its session's pk. */
+export function eventColumns(rows: { pk: number; row: EventRow }[]): unknown[][] {
+  const columns: unknown[][] = [rows.map((r) => r.pk)];
+  for (let c = 0; c < EVENT_COLUMNS.length; c++) columns.push(rows.map((r) => r.row[c]));
+  return columns;
+}
+
+export class PgGroupCommit {
+  readonly #pool: pg.Pool;
+  readonly #writers: number;
+  readonly #queue: Queued[] = [];
+  #busy = 0;
+  #scheduled = false;
+  #queuedRows = 0;
+  #commits = 0;
+  #failed = 0;
+  #idle: (() => void)[] = [];
+  readonly #groupCalls = new Histogram(CALL_BOUNDS);
+  readonly #groupRows = new Histogram(ROW_BOUNDS);
+  readonly #commitSeconds = new Histogram(SECOND_BOUNDS);
+
+  /** `pool` holds the writer connections; `writers` groups run at once (its size). */
+  constructor(pool: pg.Pool, writers: number) {
+    this.#pool = pool;
+    this.#writers = Math.max(1, writers);
+  }
+
+  get commits() {
+    return this.#commits;
+  }
+
+  stats(): Omit<StorageStats, "databaseBytes" | "walBytes" | "thread"> {
+    return {
+      queuedCalls: this.#queue.length,
+      queuedRows: this.#queuedRows,
+      committedGroups: this.#commits,
+      failedGroups: this.#failed,
+      groupCalls: this.#groupCalls.snapshot(),
+      groupRows: this.#groupRows.snapshot(),
+      commitSeconds: this.#commitSeconds.snapshot(),
+    };
+  }
+
+  /** Queues create_events rows for a session; true once committed, false: not a session of the project. */
+  events(projectId: string, sessionId: string, rows: EventRow[], keyId?: string): Promise<boolean> {
+    return this.#enqueue({ kind: "events", projectId, sessionId, rows, keyId }, rows.length) as Promise<boolean>;
+  }
+
+  /** Queues any other write; it runs in the group's transaction and settles once that commits. */
+  write<T>(rows: number, check: KeyCheck | undefined, run: (tx: Tx) => Promise<T>): Promise<T> {
+    const work: RunCall<T> = { kind: "run", rows, run, keyId: check?.keyId, projectId: check?.projectId ?? "" };
+    return this.#enqueue(work as RunCall<unknown>, rows) as Promise<T>;
+  }
+
+  /** Resolves once nothing is queued or running (close() waits for it, so no call is dropped). */
+  drained(): Promise<void> {
+    if (this.#queue.length === 0 && this.#busy === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idle.push(resolve));
+  }
+
+  #enqueue(work: Work, rows: number): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      const weight = Math.max(1, rows);
+      this.#queue.push({ ...work, weight, resolve, reject });
+      this.#queuedRows += weight;
+      this.#schedule();
+    });
+  }
+
+  /** The next turn of the event loop takes a group, so that the calls of this turn join it. */
+  #schedule() {
+    if (this.#scheduled || this.#busy >= this.#writers || this.#queue.length === 0) return;
+    this.#scheduled = true;
+    setImmediate(() => {
+      this.#scheduled = false;
+      while (this.#busy < this.#writers && this.#queue.length > 0) {
+        const group = this.#nextGroup();
+        this.#busy++;
+        void this.#run(group).finally(() => {
+          this.#busy--;
+          this.#schedule();
+          if (this.#queue.length === 0 && this.#busy === 0) for (const resolve of this.#idle.splice(0)) resolve();
+        });
+      }
+    });
+  }
+
+  #nextGroup(): Queued[] {
+    let calls = 0;
+    let rows = 0;
+    for (const call of this.#queue) {
+      if (calls === GROUP_MAX_CALLS || (calls > 0 && rows + call.weight > GROUP_MAX_ROWS)) break;
+      calls++;
+      rows += call.weight;
+    }
+    this.#queuedRows -= rows;
+    return this.#queue.splice(0, calls);
+  }
+
+  /** Commits the group, or its calls one by one when it fails for a reason of one call's own. */
+  async #run(group: Queued[]) {
+    const started = performance.now();
+    let outcomes: Outcome[];
+    try {
+      outcomes = await this.#transaction(group);
+    } catch (error) {
+      if (isFault(error) || (group.length === 1 && !isRetryable(error))) {
+        if (isFault(error)) this.#failed++;
+        for (const call of group) call.reject(translate(error));
+        return;
+      }
+      // One call's rows broke the group's statement, or a deadlock: each call on its own.
+      await Promise.all(group.map((call) => this.#alone(call)));
+      return;
+    }
+    this.#observe(group, started);
+    group.forEach((call, index) => {
+      const outcome = outcomes[index] as Outcome;
+      if (outcome.ok) call.resolve(outcome.value);
+      else call.reject(translate(outcome.error));
+    });
+  }
+
+  /** One call in a transaction of its own, tried again after a deadlock or serialization failure. */
+  async #alone(call: Queued) {
+    for (let attempt = 1; ; attempt++) {
+      const started = performance.now();
+      try {
+        const [outcome] = (await this.#transaction([call])) as [Outcome];
+        this.#observe([call], started);
+        if (outcome.ok) call.resolve(outcome.value);
+        else call.reject(translate(outcome.error));
+        return;
+      } catch (error) {
+        if (isRetryable(error) && attempt < 5) continue;
+        if (isFault(error)) this.#failed++;
+        call.reject(translate(error));
+        return;
+      }
+    }
+  }
+
+  #observe(group: Queued[], started: number) {
+    this.#commitSeconds.observe((performance.now() - started) / 1000);
+    this.#commits++;
+    this.#groupCalls.observe(group.length);
+    this.#groupRows.observe(group.reduce((rows, call) => rows + call.weight, 0));
+  }
+
+  /**
+   * BEGIN, the key check, the event rows in one statement, the other calls, COMMIT. Throws when
+   * the transaction as a whole failed (nothing of it is committed); answers each call's outcome.
+   */
+  async #transaction(group: Queued[]): Promise<Outcome[]> {
+    const client = await this.#pool.connect();
+    let broken: unknown;
+    try {
+      await client.query("BEGIN");
+      const outcomes: (Outcome | undefined)[] = new Array(group.length);
+      await this.#checkKeys(client, group, outcomes);
+      await this.#insertEvents(client, group, outcomes);
+      const alone = group.length === 1;
+      for (const [index, call] of group.entries()) {
+        if (outcomes[index] !== undefined || call.kind !== "run") continue;
+        outcomes[index] = await runCall(client, call, alone);
+      }
+      await client.query("COMMIT");
+      return outcomes as Outcome[];
+    } catch (error) {
+      broken = isFault(error) ? error : undefined;
+      if (!broken) await client.query("ROLLBACK").catch((e) => (broken = e));
+      throw error;
+    } finally {
+      // A connection that failed is not given back to the pool for reuse.
+      client.release(broken instanceof Error ? broken : undefined);
+    }
+  }
+
+  /** 4.3: a JWT's write fails (KeyRevoked) when its key is revoked, gone or of another project. */
+  async #checkKeys(client: Tx, group: Queued[], outcomes: (Outcome | undefined)[]) {
+    const ids = [...new Set(group.flatMap((call) => (call.keyId === undefined ? [] : [call.keyId])))];
+    if (ids.length === 0) return;
+    const { rows } = await client.query<Pick<ApiKeyRecord, "id" | "project_id" | "revoked_at">>(
+      "SELECT id, project_id, revoked_at FROM api_keys WHERE id = ANY($1::text[])",
+      [ids],
+    );
+    const keys = new Map(rows.map((row) => [row.id, row as ApiKeyRecord]));
+    group.forEach((call, index) => {
+      if (call.keyId !== undefined && !isLive(keys.get(call.keyId), call.projectId)) {
+        outcomes[index] = { ok: false, error: new KeyRevoked() };
+      }
+    });
+  }
+
+  /** Every create_events call of the group: its session found, then all rows in one INSERT. */
+  async #insertEvents(client: Tx, group: Queued[], outcomes: (Outcome | undefined)[]) {
+    const calls = group.flatMap((call, index) =>
+      call.kind === "events" && outcomes[index] === undefined ? [{ call, index }] : [],
+    );
+    if (calls.length === 0) return;
+    const { rows: sessions } = await client.query<{ pk: number; id: string; project_id: string }>(
+      "SELECT pk, id, project_id FROM sessions WHERE id = ANY($1::text[])",
+      [[...new Set(calls.map(({ call }) => call.sessionId))]],
+    );
+    const byId = new Map(sessions.map((s) => [s.id, s]));
+    const rows: { pk: number; row: EventRow }[] = [];
+    for (const { call, index } of calls) {
+      const session = byId.get(call.sessionId);
+      if (session === undefined || session.project_id !== call.projectId) {
+        outcomes[index] = { ok: true, value: false };
+        continue;
+      }
+      for (const row of call.rows) rows.push({ pk: session.pk, row });
+      outcomes[index] = { ok: true, value: true };
+    }
+    if (rows.length > 0) await client.query(INSERT_EVENTS, eventColumns(rows));
+  }
+}
+
+/** A call of the group in a savepoint of its own (unless it is alone): its own error undoes it alone. */
+async function runCall(client: Tx, call: RunCall<unknown>, alone: boolean): Promise<Outcome> {
+  if (alone) return { ok: true, value: await call.run(client) };
+  await client.query("SAVEPOINT agentmon_call");
+  try {
+    const value = await call.run(client);
+    await client.query("RELEASE agentmon_call");
+    return { ok: true, value };
+  } catch (error) {
+    if (isFault(error) || isRetryable(error)) throw error;
+    await client.query("ROLLBACK TO agentmon_call");
+    await client.query("RELEASE agentmon_call");
+    return { ok: false, error };
+  }
+}

@@ -1,0 +1,284 @@
+/**
+ * The PostgreSQL adapter of `Store` (docs/decisions/016-postgresql.md), over node-postgres: any
+ * number of agentmon nodes share one database, and nothing a node keeps in memory can answer for
+ * the others. Writes are group-committed on a pool of writer connections (group-commit.ts) and
+ * settle once committed (G7); reads go to a pool of their own, so a slow commit never holds them
+ * up. Every failure leaves as a typed error (errors.ts translates SQLSTATEs).
+ */
+import pg from "pg";
+import {
+  importedEntries,
+  type PriceEntry,
+  type PriceTable,
+  priceEvent,
+  priceTable,
+  shippedPrices,
+} from "../../domain/prices.ts";
+import { patchEvent } from "../../domain/records.ts";
+import { parseTimestamp, type Timestamp } from "../../domain/timestamps.ts";
+import type { EventRecord, ImportedPrices, UnpricedModel } from "../../domain/types.ts";
+import { SchemaMismatch, StorageFault } from "../errors.ts";
+import { eventRow } from "../rows.ts";
+import type { Store } from "../store.ts";
+import { rethrow } from "./errors.ts";
+import { type EventPatcher, eventsPage, updateEvents, upsertAgent } from "./events.ts";
+import { PgGroupCommit } from "./group-commit.ts";
+import { keyQueries } from "./keys.ts";
+import { migrate, schemaVersion, versionOf } from "./migrate.ts";
+import {
+  createSession,
+  deleteSession,
+  listSessions,
+  pkOf,
+  readSession,
+  recordOf,
+  sessionRow,
+  updateSession as updateSessionRow,
+} from "./sessions.ts";
+import { appendLog, attachRecords, ingestTraces, sessionLogs } from "./traces.ts";
+
+export interface PostgresStore extends Store {
+  /** Group transactions committed since the store was made: lets tests see calls coalesce. */
+  readonly commits: number;
+  /** The pool of read connections: what shares state between nodes beside the store may use (http/ratelimit.ts). */
+  readonly pool: pg.Pool;
+}
+
+export interface PostgresOptions {
+  /** `postgres://user:password@host:port/database`, as libpq takes it (sslmode and all). */
+  url: string;
+  /** Writer connections, groups committed at once (at least 2 by default: one slow commit stalls nothing). */
+  writers?: number | undefined;
+  /** Reader connections. Default 4. */
+  readers?: number | undefined;
+  /** As db/sqlite/store.ts StoreOptions. */
+  prices?: PriceTable;
+  priceOverrides?: PriceEntry[] | undefined;
+  patcher?: EventPatcher;
+  /** Called with an error of an idle connection (the server went away); the pool replaces it. */
+  onConnectionError?: (error: Error) => void;
+  /** The application_name the connections show in pg_stat_activity. Default "agentmon". */
+  applicationName?: string;
+}
+
+/** bigint (int8) and numeric come back as numbers: every value of ours fits a double exactly. */
+const types = {
+  getTypeParser(oid: number, format?: "text" | "binary") {
+    if (oid === pg.types.builtins.INT8 || oid === pg.types.builtins.NUMERIC) return Number;
+    return pg.types.getTypeParser(oid, format);
+  },
+} as pg.CustomTypesConfig;
+
+function newPool(options: PostgresOptions, max: number, role: string) {
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    max,
+    types,
+    application_name: `${options.applicationName ?? "agentmon"} ${role}`,
+    connectionTimeoutMillis: 10_000,
+    idleTimeoutMillis: 30_000,
+  });
+  const report = (error: Error) => options.onConnectionError?.(error);
+  // Without these listeners, a connection the server drops kills the process (stack-notes 8).
+  pool.on("error", report);
+  pool.on("connect", (client) => client.on("error", report));
+  return pool;
+}
+
+/**
+ * Every method's failures as typed errors (db/errors.ts), whatever node-postgres threw; once the
+ * store is closed, every call but close() and stats() fails as a stopping server's does.
+ */
+function typedErrors<S extends object>(store: S, closed: () => boolean): S {
+  for (const [name, method] of Object.entries(store)) {
+    if (typeof method !== "function") continue;
+    const always = name === "close" || name === "stats";
+    (store as Record<string, unknown>)[name] = async (...args: unknown[]) => {
+      if (closed() && !always) throw new StorageFault("unavailable", "the server is stopping");
+      return (method as (...a: unknown[]) => Promise<unknown>)(...args).catch(rethrow);
+    };
+  }
+  return store;
+}
+
+/** Connects, migrates (under the advisory lock: every node may do it at once) and answers the store. */
+export async function openPostgresStore(options: PostgresOptions): Promise<PostgresStore> {
+  const writers = newPool(options, Math.max(2, options.writers ?? 2), "writer");
+  const readers = newPool(options, Math.max(1, options.readers ?? 4), "reader");
+  try {
+    const client = await writers.connect();
+    try {
+      await migrate(client);
+    } finally {
+      client.release();
+    }
+    const imported = options.prices === undefined ? await importedPrices(readers) : undefined;
+    return postgresStore(writers, readers, options, imported);
+  } catch (error) {
+    await Promise.all([writers.end(), readers.end()]).catch(() => undefined);
+    if (error instanceof SchemaMismatch) throw error;
+    return rethrow(error);
+  }
+}
+
+async function importedPrices(db: pg.Pool): Promise<ImportedPrices | undefined> {
+  const { rows } = await db.query<{ imported_at: string; source: string; body: string }>(
+    "SELECT imported_at, source, body FROM price_imports ORDER BY seq DESC LIMIT 1",
+  );
+  const row = rows[0];
+  return row === undefined ? undefined : { text: row.body, source: row.source, imported_at: row.imported_at };
+}
+
+function postgresStore(
+  writers: pg.Pool,
+  readers: pg.Pool,
+  options: PostgresOptions,
+  importedAtOpen: ImportedPrices | undefined,
+): PostgresStore {
+  let table = options.prices;
+  const prices = () => {
+    table ??= priceTable(options.priceOverrides, shippedPrices(), importedEntries(importedAtOpen));
+    return table;
+  };
+  const apply: EventPatcher = options.patcher ?? ((stored, patch) => priceEvent(patchEvent(stored, patch), prices()));
+  const group = new PgGroupCommit(writers, Math.max(2, options.writers ?? 2));
+  let closed = false;
+
+  /** A write of a JWT (keyId) runs only when its key is live for the project (4.3, group-commit.ts). */
+  const write = <T>(
+    rows: number,
+    keyId: string | undefined,
+    projectId: string,
+    run: (tx: pg.ClientBase) => Promise<T>,
+  ) => open().then(() => group.write(rows, { keyId, projectId }, run));
+  const open = async () => {
+    if (closed) throw new StorageFault("unavailable", "the server is stopping");
+  };
+  /** A read transaction whose statements all see one snapshot. */
+  const snapshot = async <T>(run: (tx: pg.ClientBase) => Promise<T>) => {
+    const client = await readers.connect();
+    let broken: Error | undefined;
+    try {
+      await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+      const value = await run(client);
+      await client.query("COMMIT");
+      return value;
+    } catch (error) {
+      await client.query("ROLLBACK").catch((e: Error) => (broken = e));
+      throw error;
+    } finally {
+      client.release(broken);
+    }
+  };
+  const inSession = async <T>(
+    db: pg.Pool | pg.ClientBase,
+    projectId: string,
+    sessionId: string,
+    run: (pk: number) => Promise<T>,
+    otherwise: T,
+  ) => {
+    const pk = await pkOf(db, projectId, sessionId);
+    return pk === undefined ? otherwise : run(pk);
+  };
+
+  return typedErrors(
+    {
+      pool: readers,
+      get commits() {
+        return group.commits;
+      },
+      metaValue: (key, fallback) => keyQueries.metaValue(readers, key, fallback),
+      async createApiKey(hash, prefix, projectName, now) {
+        return group.write(1, undefined, (tx) => keyQueries.create(tx, hash, prefix, projectName, now));
+      },
+      apiKeyByHash: (hash) => keyQueries.byHash(readers, hash),
+      apiKeyById: (id) => keyQueries.byId(readers, id),
+      listApiKeys: () => keyQueries.list(readers),
+      revokeApiKey: (id, now) => keyQueries.revoke(readers, id, now),
+
+      createSession: (projectId, session) => group.write(1, undefined, (tx) => createSession(tx, projectId, session)),
+      async getSession(projectId, id) {
+        const row = await sessionRow(readers, projectId, id);
+        return row && recordOf(row);
+      },
+      updateSession: (projectId, id, changes, keyId) =>
+        write(1, keyId, projectId, (tx) => updateSessionRow(tx, projectId, id, changes)),
+      listSessions: (projectId, filter, after, limit) => listSessions(readers, projectId, filter, after, limit),
+      readSession: (projectId, sessionId, parts) => snapshot((tx) => readSession(tx, projectId, sessionId, parts)),
+      listEventsPage: (projectId, sessionId, page) =>
+        inSession(readers, projectId, sessionId, (pk) => eventsPage(readers, pk, page), undefined),
+      deleteSession: (projectId, sessionId) =>
+        group.write(1, undefined, (tx) => deleteSession(tx, projectId, sessionId)),
+
+      insertEvents: (projectId, sessionId, list: EventRecord[], keyId) =>
+        group.events(projectId, sessionId, list.map(eventRow), keyId),
+      updateEvents: (projectId, sessionId, patches, keyId) =>
+        write(patches.length, keyId, projectId, (tx) =>
+          inSession(tx, projectId, sessionId, (pk) => updateEvents(tx, pk, patches, apply), {
+            status: "no-session" as const,
+          }),
+        ),
+      upsertAgent: (projectId, sessionId, agent, keyId) =>
+        write(1, keyId, projectId, (tx) =>
+          inSession(tx, projectId, sessionId, (pk) => upsertAgent(tx, pk, agent), false),
+        ),
+
+      ingestTraces: (projectId, writes, keyId) =>
+        write(
+          writes.reduce((rows, w) => rows + Math.max(1, w.events.length), 0),
+          keyId,
+          projectId,
+          (tx) => ingestTraces(tx, projectId, writes),
+        ),
+      attachSpanRecords: (projectId, records, keyId) =>
+        write(records.length, keyId, projectId, (tx) => attachRecords(tx, projectId, records)),
+      appendSessionLog: (projectId, sessionId, text, now, keyId) =>
+        write(1, keyId, projectId, (tx) => {
+          const at = parseTimestamp(now) as Timestamp;
+          return appendLog(tx, projectId, sessionId, text, { iso: at.iso, us: at.us });
+        }),
+      readSessionLog: (projectId, sessionId) =>
+        inSession(readers, projectId, sessionId, (pk) => sessionLogs(readers, pk), undefined),
+
+      importPrices: async (text, source, now) => {
+        await group.write(1, undefined, (tx) =>
+          tx.query("INSERT INTO price_imports (imported_at, source, body) VALUES ($1, $2, $3)", [now, source, text]),
+        );
+      },
+      importedPrices: () => importedPrices(readers),
+      async unpricedModels() {
+        const { rows } = await readers.query<UnpricedModel>(
+          `SELECT model, count(*)::int AS events,
+           count(*) FILTER (WHERE prompt_tokens IS NOT NULL OR completion_tokens IS NOT NULL
+             OR cache_read_tokens IS NOT NULL OR cache_creation_tokens IS NOT NULL
+             OR reasoning_tokens IS NOT NULL)::int AS with_tokens,
+           min(init_us) AS first_us, max(init_us) AS last_us
+         FROM events WHERE type = 'llm' AND cost_source = 'unknown' AND model IS NOT NULL
+         GROUP BY model ORDER BY events DESC, model COLLATE "C"`,
+        );
+        return rows;
+      },
+
+      async ping(now) {
+        const version = await versionOf(readers);
+        if (version !== schemaVersion()) throw new SchemaMismatch(version, schemaVersion());
+        await group.write(1, undefined, (tx) => keyQueries.heartbeat(tx, now));
+        return version;
+      },
+      async stats() {
+        const { rows } = closed
+          ? { rows: [] }
+          : await readers.query<{ bytes: number }>("SELECT pg_database_size(current_database()) AS bytes");
+        return { ...group.stats(), databaseBytes: rows[0]?.bytes ?? 0, walBytes: 0 };
+      },
+      async close() {
+        if (closed) return;
+        closed = true;
+        // What is queued is committed (or fails) before the connections close: no call is dropped.
+        await group.drained();
+        await Promise.all([writers.end(), readers.end()]);
+      },
+    } satisfies PostgresStore,
+    () => closed,
+  );
+}
