@@ -15,6 +15,8 @@ export interface Config {
   port: number;
   host: string;
   db: string;
+  /** A PostgreSQL database (`postgres://...`): used instead of the SQLite file `db` when given. */
+  databaseUrl: string | undefined;
   apiKey: string | undefined;
   publicUrl: string | undefined;
   jwtSecret: string | undefined;
@@ -48,6 +50,7 @@ const SETTINGS = {
   port: { env: "PORT", flag: "port", fallback: "3000", read: (v: string) => integer(v, "PORT", 0, 65535) },
   host: { env: "HOST", flag: "host", fallback: "127.0.0.1", read: (v: string) => v },
   db: { env: "AGENTMON_DB", flag: "db", fallback: "./data/agentmon.db", read: (v: string) => v },
+  databaseUrl: { env: "AGENTMON_DATABASE_URL", flag: "database-url", fallback: undefined, read: readDatabaseUrl },
   apiKey: { env: "AGENTMON_API_KEY", flag: "api-key", fallback: undefined, read: readApiKey },
   publicUrl: { env: "AGENTMON_PUBLIC_URL", flag: "public-url", fallback: undefined, read: readUrl },
   jwtSecret: { env: "AGENTMON_JWT_SECRET", flag: "jwt-secret", fallback: undefined, read: (v: string) => v },
@@ -131,6 +134,29 @@ function readApiKey(value: string): string {
   return value.trim().toLowerCase();
 }
 
+/** A PostgreSQL connection URL (libpq's form, as node-postgres takes it). */
+function readDatabaseUrl(value: string): string {
+  let url: URL | undefined;
+  try {
+    url = new URL(value);
+  } catch {
+    // reported below
+  }
+  if (url === undefined || (url.protocol !== "postgres:" && url.protocol !== "postgresql:") || url.host === "") {
+    throw new ConfigError(
+      "AGENTMON_DATABASE_URL must be a PostgreSQL URL such as postgres://user:password@host:5432/agentmon",
+    );
+  }
+  return value;
+}
+
+/** A database URL as it may be shown: without its password. */
+export function withoutPassword(value: string): string {
+  const url = new URL(value);
+  if (url.password !== "") url.password = "***";
+  return url.toString();
+}
+
 function readUrl(value: string): string {
   try {
     const url = new URL(value);
@@ -212,7 +238,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string 
 }
 
 export const USAGE = `Usage:
-  agentmon serve [--port N] [--host H] [--db PATH] [--api-key UUID] [--public-url URL]
+  agentmon serve [--port N] [--host H] [--db PATH | --database-url URL] [--api-key UUID] [--public-url URL]
                  [--jwt-secret S] [--body-limit SIZE] [--otlp-body-limit SIZE]
                  [--max-events N] [--log-level L]
                  [--auth-fail-limit N] [--auth-fail-window SECONDS] [--trust-proxy T]
@@ -226,7 +252,8 @@ export const USAGE = `Usage:
   agentmon prices import FILE             check a price table and keep it in the database;
                                           serve uses it from its next start
 
-Each serve flag has an environment variable: PORT, HOST, AGENTMON_DB, AGENTMON_API_KEY,
+--db and --database-url apply to keys and prices too.
+Each serve flag has an environment variable: PORT, HOST, AGENTMON_DB, AGENTMON_DATABASE_URL, AGENTMON_API_KEY,
 AGENTMON_PUBLIC_URL, AGENTMON_JWT_SECRET, AGENTMON_BODY_LIMIT, AGENTMON_OTLP_BODY_LIMIT,
 AGENTMON_MAX_EVENTS,
 AGENTMON_LOG_LEVEL, AGENTMON_AUTH_FAIL_LIMIT, AGENTMON_AUTH_FAIL_WINDOW, AGENTMON_TRUST_PROXY,

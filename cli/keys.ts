@@ -1,19 +1,9 @@
 /** `agentmon keys create|list|revoke`: API keys, on one short-lived connection in this thread. */
-import { openDb, type Synchronous } from "../db/sqlite/open.ts";
-import { sqliteStore } from "../db/sqlite/store.ts";
 import type { Store } from "../db/store.ts";
 import { hashApiKey, isApiKeyShape, keyPrefix } from "../domain/keys.ts";
 import type { ApiKeyRecord } from "../domain/types.ts";
 import { type Config, ConfigError, DEFAULT_PROJECT, type Output, USAGE } from "./config.ts";
-
-/** The `keys` commands' store: one short-lived connection in this thread. */
-function openStore(path: string, synchronous: Synchronous): Store {
-  try {
-    return sqliteStore(openDb(path, { synchronous }), { checkpointer: false });
-  } catch (error) {
-    throw new ConfigError(`cannot open the database ${path}: ${(error as Error).message}`);
-  }
-}
+import { openCommandStore } from "./storage.ts";
 
 const now = () => new Date().toISOString();
 
@@ -33,7 +23,7 @@ export async function keys(
   config: Config,
   io: Output,
 ) {
-  const store = openStore(config.db, config.synchronous);
+  const store = await openCommandStore(config);
   try {
     if (sub === "create") {
       const project = flags.project ?? DEFAULT_PROJECT;

@@ -5,8 +5,6 @@
  */
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { openDb, type Synchronous } from "../db/sqlite/open.ts";
-import { sqliteStore } from "../db/sqlite/store.ts";
 import type { Store } from "../db/store.ts";
 import {
   type FoundPrice,
@@ -20,18 +18,10 @@ import {
 import type { ImportedPrices, UnpricedModel } from "../domain/types.ts";
 import { isoFromMicros } from "../domain/views.ts";
 import { type Config, ConfigError, type Output, USAGE } from "./config.ts";
-
-/** One short-lived connection in this thread, as the `keys` commands open it. */
-function openStore(path: string, synchronous: Synchronous): Store {
-  try {
-    return sqliteStore(openDb(path, { synchronous }), { checkpointer: false });
-  } catch (error) {
-    throw new ConfigError(`cannot open the database ${path}: ${(error as Error).message}`);
-  }
-}
+import { openCommandStore } from "./storage.ts";
 
 async function withStore<T>(config: Config, use: (store: Store) => Promise<T>): Promise<T> {
-  const store = openStore(config.db, config.synchronous);
+  const store = await openCommandStore(config);
   try {
     return await use(store);
   } finally {

@@ -1,9 +1,6 @@
 /** `agentmon serve`: opens storage, builds the app, listens, and stops cleanly on a signal. */
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "../app.ts";
-import { openDb } from "../db/sqlite/open.ts";
-import { sqliteStore } from "../db/sqlite/store.ts";
-import { openThreadedStore } from "../db/sqlite/thread.ts";
 import type { Store } from "../db/store.ts";
 import { hashApiKey, newSecret } from "../domain/keys.ts";
 import { importedEntries, priceTable, shippedPrices } from "../domain/prices.ts";
@@ -11,26 +8,7 @@ import { type MetricsListener, metricsListener } from "../http/metrics.ts";
 import { Metrics } from "../services/metrics.ts";
 import { type Config, ConfigError, DEFAULT_PROJECT, type Output } from "./config.ts";
 import { createKey } from "./keys.ts";
-
-/**
- * The server's store: a file database on its own thread (db/sqlite/thread.ts), `:memory:` in this one
- * (it cannot be shared between threads, and a test pipeline's start stays fast).
- */
-async function openServerStore(config: Config, onFailure: (error: Error) => void): Promise<Store> {
-  try {
-    if (config.db === ":memory:" || config.db === "") {
-      return sqliteStore(openDb(config.db, { synchronous: config.synchronous }), { priceOverrides: config.prices });
-    }
-    return await openThreadedStore({
-      path: config.db,
-      synchronous: config.synchronous,
-      prices: config.prices ?? [],
-      onFailure,
-    });
-  } catch (error) {
-    throw new ConfigError(`cannot open the database ${config.db}: ${(error as Error).message}`);
-  }
-}
+import { databaseName, openServerStore } from "./storage.ts";
 
 /** Makes sure the key given by AGENTMON_API_KEY exists, in the default project. */
 async function ensureConfiguredKey(store: Store, key: string): Promise<void> {
@@ -151,7 +129,7 @@ export async function serve(config: Config, io: Output): Promise<number> {
     io.out("agentmon: API keys: `agentmon keys create` makes a new one, `agentmon keys list` shows them");
   }
   if (metricsPort) io.out(`agentmon: metrics on ${metricsPort.url} (no credential: keep this port private)`);
-  io.out(`agentmon: listening on ${address} (database ${config.db})`);
+  io.out(`agentmon: listening on ${address} (database ${databaseName(config)})`);
 
   const stop = stopper(app, io);
   storageFailed = (error) => {

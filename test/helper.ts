@@ -17,6 +17,7 @@ import { openThreadedStore } from "../db/sqlite/thread.ts";
 import type { Store } from "../db/store.ts";
 import { hashApiKey, keyPrefix } from "../domain/keys.ts";
 import { eventView, sessionView } from "../domain/views.ts";
+import { testPostgresStore } from "./postgres.ts";
 
 export const API_KEY = "11111111-1111-4111-8111-111111111111";
 export const OTHER_PROJECT_KEY = "22222222-2222-4222-8222-222222222222";
@@ -49,9 +50,11 @@ export interface TestApp {
 /**
  * The stores build() can make when the caller gives none, by `STORE`: `sqlite` (the default), the
  * in-thread store, on `:memory:` unless a file is asked for; `sqlite-thread`, the storage thread
- * production uses for a file (db/sqlite/thread.ts), on the file asked for or a temporary one.
+ * production uses for a file (db/sqlite/thread.ts), on the file asked for or a temporary one;
+ * `postgres`, the PostgreSQL store on a new database of its own (test/postgres.ts), unless a
+ * SQLite file is asked for (`dbPath`: the test is about that file, so it gets the SQLite store).
  */
-const STORES = ["sqlite", "sqlite-thread"] as const;
+const STORES = ["sqlite", "sqlite-thread", "postgres"] as const;
 type StoreKind = (typeof STORES)[number];
 
 /** STORE, checked: an unknown value stops the test file rather than testing the wrong store. */
@@ -62,7 +65,9 @@ export function storeKind(value = process.env.STORE): StoreKind {
 }
 
 async function defaultStore(t: Teardown, dbPath: string | undefined): Promise<Store> {
-  if (storeKind() === "sqlite") return sqliteStore(openDb(dbPath ?? ":memory:"));
+  const kind = storeKind();
+  if (kind === "postgres" && dbPath === undefined) return testPostgresStore(t);
+  if (kind !== "sqlite-thread") return sqliteStore(openDb(dbPath ?? ":memory:"));
   // The temporary file's folder goes after the store has closed: teardowns run last first.
   const path = dbPath ?? join(tempDir(t), "agentmon.db");
   const store = await openThreadedStore({ path });

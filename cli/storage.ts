@@ -1,0 +1,63 @@
+/**
+ * Which store the commands use: PostgreSQL when AGENTMON_DATABASE_URL is given (several nodes on
+ * one database, docs/decisions/016-postgresql.md), else the SQLite file AGENTMON_DB. Opening
+ * failures become one line (ConfigError), never a stack trace.
+ */
+import { openPostgresStore, type PostgresStore } from "../db/postgres/store.ts";
+import { openDb } from "../db/sqlite/open.ts";
+import { sqliteStore } from "../db/sqlite/store.ts";
+import { openThreadedStore } from "../db/sqlite/thread.ts";
+import type { Store } from "../db/store.ts";
+import { type Config, ConfigError, withoutPassword } from "./config.ts";
+
+/** What the log lines call the database. */
+export const databaseName = (config: Config) =>
+  config.databaseUrl === undefined ? config.db : withoutPassword(config.databaseUrl);
+
+function cannotOpen(config: Config, error: unknown): ConfigError {
+  return new ConfigError(`cannot open the database ${databaseName(config)}: ${(error as Error).message}`);
+}
+
+async function openPostgres(config: Config, role: string, small: boolean): Promise<PostgresStore> {
+  try {
+    return await openPostgresStore({
+      url: config.databaseUrl as string,
+      priceOverrides: config.prices,
+      applicationName: `agentmon ${role}`,
+      ...(small ? { writers: 2, readers: 1 } : {}),
+    });
+  } catch (error) {
+    throw cannotOpen(config, error);
+  }
+}
+
+/**
+ * The server's store: PostgreSQL; else a file database on its own thread (db/sqlite/thread.ts),
+ * `:memory:` in this one (it cannot be shared between threads, and a test pipeline's start stays fast).
+ */
+export async function openServerStore(config: Config, onFailure: (error: Error) => void): Promise<Store> {
+  if (config.databaseUrl !== undefined) return openPostgres(config, "serve", false);
+  try {
+    if (config.db === ":memory:" || config.db === "") {
+      return sqliteStore(openDb(config.db, { synchronous: config.synchronous }), { priceOverrides: config.prices });
+    }
+    return await openThreadedStore({
+      path: config.db,
+      synchronous: config.synchronous,
+      prices: config.prices ?? [],
+      onFailure,
+    });
+  } catch (error) {
+    throw cannotOpen(config, error);
+  }
+}
+
+/** The store of a short command (keys, prices): one connection's worth, in this thread. */
+export async function openCommandStore(config: Config): Promise<Store> {
+  if (config.databaseUrl !== undefined) return openPostgres(config, "cli", true);
+  try {
+    return sqliteStore(openDb(config.db, { synchronous: config.synchronous }), { checkpointer: false });
+  } catch (error) {
+    throw cannotOpen(config, error);
+  }
+}
