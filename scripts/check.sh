@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole gate, in order: generated types are current, lint, layers (no import cycle, no import
 # up the layering: .dependency-cruiser.mjs), typecheck, the tap suite, then the HTTP tests again on
-# the storage thread. It always ends with one line "N passed, N failed" (tap's assertion counts,
+# the storage thread and on PostgreSQL. It always ends with one line "N passed, N failed" (tap's assertion counts,
 # both runs together); it fails if either run fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +36,14 @@ THREAD_TESTS=(
   test/ui.test.ts test/otlp.t1-t4.test.ts test/otlp.t5-t7.test.ts test/otlp.replay.test.ts test/metrics.test.ts
   test/client.test.ts test/compat.*.test.ts
 )
+
+# The HTTP tests a third time on PostgreSQL (STORE=postgres; a database per build(), test/postgres.ts),
+# the same list but for the two whose subject is the SQLite file itself (faults: a full disk, a
+# read-only file; cost.migration: SQLite's schema migration).
+POSTGRES_TESTS=()
+for file in "${THREAD_TESTS[@]}"; do
+  case "$file" in test/faults.test.ts | test/cost.migration.test.ts) ;; *) POSTGRES_TESTS+=("$file") ;; esac
+done
 
 logs=()
 trap 'rm -f "${logs[@]}"' EXIT
@@ -75,6 +83,13 @@ run() {
 
 run "tap" -- "$@"
 run "tap, the HTTP tests on the storage thread (STORE=sqlite-thread)" STORE=sqlite-thread -- "${THREAD_TESTS[@]}"
+# Skipped, with one line that says why, only where PostgreSQL does not answer and is not required
+# (AGENTMON_REQUIRE_POSTGRES=1: .ci/run sets it, so CI never skips it).
+if why=$(npx --no-install tsx scripts/postgres-available.ts); then
+  run "tap, the HTTP tests on PostgreSQL (STORE=postgres)" STORE=postgres -- "${POSTGRES_TESTS[@]}"
+else
+  echo "== the PostgreSQL leg was skipped: ${why}"
+fi
 
 echo "${total_passed} passed, ${total_failed} failed"
 exit "$final"

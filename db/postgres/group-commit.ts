@@ -22,7 +22,7 @@ import type pg from "pg";
 import { isLive } from "../../domain/keys.ts";
 import type { ApiKeyRecord } from "../../domain/types.ts";
 import { Histogram } from "../../lib/histogram.ts";
-import { KeyRevoked } from "../errors.ts";
+import { KeyRevoked, StorageFault } from "../errors.ts";
 import type { EventRow } from "../rows.ts";
 import { EVENT_COLUMNS } from "../rows.ts";
 import type { StorageStats } from "../store.ts";
@@ -31,6 +31,11 @@ import { isFault, isRetryable, translate } from "./errors.ts";
 /** A group holds at most this many calls, or this many rows; a call is never split. */
 export const GROUP_MAX_CALLS = 500;
 export const GROUP_MAX_ROWS = 5_000;
+/**
+ * O2: past this many rows waiting for a writer connection, new writes are refused (StorageFault
+ * `behind`: 503 with Retry-After) rather than queued without bound; a call of no rows never is.
+ */
+export const MAX_QUEUED_ROWS = 4 * GROUP_MAX_ROWS;
 
 /** A transaction's queries: what a generic call runs with. */
 export type Tx = pg.ClientBase;
@@ -154,6 +159,10 @@ export class PgGroupCommit {
   #enqueue(work: Work, rows: number): Promise<unknown> {
     return new Promise((resolve, reject) => {
       const weight = Math.max(1, rows);
+      if (this.#queuedRows > 0 && this.#queuedRows + weight > MAX_QUEUED_ROWS) {
+        reject(new StorageFault("behind", "writes arrive faster than the database takes them"));
+        return;
+      }
       this.#queue.push({ ...work, weight, resolve, reject });
       this.#queuedRows += weight;
       this.#schedule();

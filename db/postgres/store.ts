@@ -101,6 +101,23 @@ function typedErrors<S extends object>(store: S, closed: () => boolean): S {
   return store;
 }
 
+/** `run` in a transaction of its own on a connection of `pool`. */
+async function transaction<T>(pool: pg.Pool, run: (tx: pg.ClientBase) => Promise<T>, begin = "BEGIN"): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    await client.query(begin);
+    const value = await run(client);
+    await client.query("COMMIT");
+    return value;
+  } catch (error) {
+    await client.query("ROLLBACK").catch((e: Error) => (broken = e));
+    throw error;
+  } finally {
+    client.release(broken);
+  }
+}
+
 /** Connects, migrates (under the advisory lock: every node may do it at once) and answers the store. */
 export async function openPostgresStore(options: PostgresOptions): Promise<PostgresStore> {
   const writers = newPool(options, Math.max(2, options.writers ?? 2), "writer");
@@ -155,21 +172,8 @@ function postgresStore(
     if (closed) throw new StorageFault("unavailable", "the server is stopping");
   };
   /** A read transaction whose statements all see one snapshot. */
-  const snapshot = async <T>(run: (tx: pg.ClientBase) => Promise<T>) => {
-    const client = await readers.connect();
-    let broken: Error | undefined;
-    try {
-      await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-      const value = await run(client);
-      await client.query("COMMIT");
-      return value;
-    } catch (error) {
-      await client.query("ROLLBACK").catch((e: Error) => (broken = e));
-      throw error;
-    } finally {
-      client.release(broken);
-    }
-  };
+  const snapshot = <T>(run: (tx: pg.ClientBase) => Promise<T>) =>
+    transaction(readers, run, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
   const inSession = async <T>(
     db: pg.Pool | pg.ClientBase,
     projectId: string,
@@ -188,9 +192,9 @@ function postgresStore(
         return group.commits;
       },
       metaValue: (key, fallback) => keyQueries.metaValue(readers, key, fallback),
-      async createApiKey(hash, prefix, projectName, now) {
-        return group.write(1, undefined, (tx) => keyQueries.create(tx, hash, prefix, projectName, now));
-      },
+      // An operator's call, rare: a transaction of its own, outside the group commit (as on SQLite).
+      createApiKey: (hash, prefix, projectName, now) =>
+        transaction(writers, (tx) => keyQueries.create(tx, hash, prefix, projectName, now)),
       apiKeyByHash: (hash) => keyQueries.byHash(readers, hash),
       apiKeyById: (id) => keyQueries.byId(readers, id),
       listApiKeys: () => keyQueries.list(readers),
