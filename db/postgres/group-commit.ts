@@ -96,6 +96,32 @@ export const INSERT_EVENTS = `INSERT INTO events (session_pk, ${EVENT_COLUMNS.jo
   SELECT * FROM unnest($1::int8[], ${EVENT_COLUMNS.map((c, i) => `$${i + 2}::${COLUMN_TYPES[c]}[]`).join(", ")})
   ON CONFLICT (session_pk, id) DO NOTHING`;
 
+/**
+ * The create_events calls of a group, as ONE statement: each call's session looked up in its
+ * project and its API key checked (4.3), and the rows of the calls that pass inserted, in call
+ * order (for two copies of one id, the first stays: E3), all in the statement's own atomic
+ * snapshot. Answers one row per call: its session's pk (null: not a session of the project) and
+ * whether its key is live. A group of nothing but create_events is this one round trip, with no
+ * BEGIN or COMMIT of its own.
+ */
+const GROUP_EVENTS = `WITH calls AS (
+    SELECT * FROM unnest($1::int4[], $2::text[], $3::text[], $4::text[]) AS c (call, session_id, project_id, key_id)
+  ), verdicts AS (
+    SELECT c.call, s.pk, c.key_id IS NULL OR EXISTS (
+        SELECT 1 FROM api_keys k WHERE k.id = c.key_id AND k.project_id = c.project_id AND k.revoked_at IS NULL
+      ) AS live
+    FROM calls c LEFT JOIN sessions s ON s.id = c.session_id AND s.project_id = c.project_id
+  ), added AS (
+    INSERT INTO events (session_pk, ${EVENT_COLUMNS.join(", ")})
+    SELECT v.pk, ${EVENT_COLUMNS.map((c) => `r.${c}`).join(", ")}
+    FROM unnest($5::int4[], ${EVENT_COLUMNS.map((c, i) => `$${i + 6}::${COLUMN_TYPES[c]}[]`).join(", ")})
+      WITH ORDINALITY AS r (call, ${EVENT_COLUMNS.join(", ")}, ord)
+    JOIN verdicts v ON v.call = r.call AND v.live AND v.pk IS NOT NULL
+    ORDER BY r.ord
+    ON CONFLICT (session_pk, id) DO NOTHING
+  )
+  SELECT call, pk, live FROM verdicts`;
+
 /** The parameters of INSERT_EVENTS for these rows, each with its session's pk. */
 export function eventColumns(rows: { pk: number; row: EventRow }[]): unknown[][] {
   const columns: unknown[][] = [rows.map((r) => r.pk)];
@@ -250,72 +276,79 @@ export class PgGroupCommit {
   }
 
   /**
-   * BEGIN, the key check, the event rows in one statement, the other calls, COMMIT. Throws when
-   * the transaction as a whole failed (nothing of it is committed); answers each call's outcome.
+   * The group's calls: its create_events calls as one statement (GROUP_EVENTS), then the other
+   * calls, each after its key check, in one transaction (a group of nothing but create_events
+   * needs none: its one statement is atomic). Throws when the transaction as a whole failed
+   * (nothing of it is committed); answers each call's outcome.
    */
   async #transaction(group: Queued[]): Promise<Outcome[]> {
     const client = await this.#pool.connect();
     let broken: unknown;
+    const outcomes: (Outcome | undefined)[] = new Array(group.length);
+    const others = group.some((call) => call.kind === "run");
     try {
-      await client.query("BEGIN");
-      const outcomes: (Outcome | undefined)[] = new Array(group.length);
-      await this.#checkKeys(client, group, outcomes);
-      await this.#insertEvents(client, group, outcomes);
-      const alone = group.length === 1;
-      for (const [index, call] of group.entries()) {
-        if (outcomes[index] !== undefined || call.kind !== "run") continue;
-        outcomes[index] = await runCall(client, call, alone);
+      if (others) await client.query("BEGIN");
+      await insertEvents(client, group, outcomes);
+      if (others) {
+        await checkKeys(client, group, outcomes);
+        const alone = group.length === 1;
+        for (const [index, call] of group.entries()) {
+          if (outcomes[index] !== undefined || call.kind !== "run") continue;
+          outcomes[index] = await runCall(client, call, alone);
+        }
+        await client.query("COMMIT");
       }
-      await client.query("COMMIT");
       return outcomes as Outcome[];
     } catch (error) {
       broken = isFault(error) ? error : undefined;
-      if (!broken) await client.query("ROLLBACK").catch((e) => (broken = e));
+      if (!broken && others) await client.query("ROLLBACK").catch((e) => (broken = e));
       throw error;
     } finally {
       // A connection that failed is not given back to the pool for reuse.
       client.release(broken instanceof Error ? broken : undefined);
     }
   }
+}
 
-  /** 4.3: a JWT's write fails (KeyRevoked) when its key is revoked, gone or of another project. */
-  async #checkKeys(client: Tx, group: Queued[], outcomes: (Outcome | undefined)[]) {
-    const ids = [...new Set(group.flatMap((call) => (call.keyId === undefined ? [] : [call.keyId])))];
-    if (ids.length === 0) return;
-    const { rows } = await client.query<Pick<ApiKeyRecord, "id" | "project_id" | "revoked_at">>(
-      "SELECT id, project_id, revoked_at FROM api_keys WHERE id = ANY($1::text[])",
-      [ids],
-    );
-    const keys = new Map(rows.map((row) => [row.id, row as ApiKeyRecord]));
-    group.forEach((call, index) => {
-      if (call.keyId !== undefined && !isLive(keys.get(call.keyId), call.projectId)) {
-        outcomes[index] = { ok: false, error: new KeyRevoked() };
-      }
-    });
-  }
-
-  /** Every create_events call of the group: its session found, then all rows in one INSERT. */
-  async #insertEvents(client: Tx, group: Queued[], outcomes: (Outcome | undefined)[]) {
-    const calls = group.flatMap((call, index) =>
-      call.kind === "events" && outcomes[index] === undefined ? [{ call, index }] : [],
-    );
-    if (calls.length === 0) return;
-    const { rows: sessions } = await client.query<{ pk: number; id: string; project_id: string }>(
-      "SELECT pk, id, project_id FROM sessions WHERE id = ANY($1::text[])",
-      [[...new Set(calls.map(({ call }) => call.sessionId))]],
-    );
-    const byId = new Map(sessions.map((s) => [s.id, s]));
-    const rows: { pk: number; row: EventRow }[] = [];
-    for (const { call, index } of calls) {
-      const session = byId.get(call.sessionId);
-      if (session === undefined || session.project_id !== call.projectId) {
-        outcomes[index] = { ok: true, value: false };
-        continue;
-      }
-      for (const row of call.rows) rows.push({ pk: session.pk, row });
-      outcomes[index] = { ok: true, value: true };
+/** 4.3: a JWT's write fails (KeyRevoked) when its key is revoked, gone or of another project. */
+async function checkKeys(client: Tx, group: Queued[], outcomes: (Outcome | undefined)[]) {
+  const ids = [
+    ...new Set(
+      group.flatMap((call, index) => (call.keyId === undefined || outcomes[index] !== undefined ? [] : [call.keyId])),
+    ),
+  ];
+  if (ids.length === 0) return;
+  const { rows } = await client.query<Pick<ApiKeyRecord, "id" | "project_id" | "revoked_at">>(
+    "SELECT id, project_id, revoked_at FROM api_keys WHERE id = ANY($1::text[])",
+    [ids],
+  );
+  const keys = new Map(rows.map((row) => [row.id, row as ApiKeyRecord]));
+  group.forEach((call, index) => {
+    if (outcomes[index] === undefined && call.keyId !== undefined && !isLive(keys.get(call.keyId), call.projectId)) {
+      outcomes[index] = { ok: false, error: new KeyRevoked() };
     }
-    if (rows.length > 0) await client.query(INSERT_EVENTS, eventColumns(rows));
+  });
+}
+
+/** Every create_events call of the group, in one statement (GROUP_EVENTS). */
+async function insertEvents(client: Tx, group: Queued[], outcomes: (Outcome | undefined)[]) {
+  const calls = group.flatMap((call, index) => (call.kind === "events" ? [{ call, index }] : []));
+  if (calls.length === 0) return;
+  const rows = calls.flatMap(({ call, index }) => call.rows.map((row) => ({ pk: index, row })));
+  const columns = eventColumns(rows);
+  const { rows: verdicts } = await client.query<{ call: number; pk: number | null; live: boolean }>({
+    name: "agentmon_group_events",
+    text: GROUP_EVENTS,
+    values: [
+      calls.map(({ index }) => index),
+      calls.map(({ call }) => call.sessionId),
+      calls.map(({ call }) => call.projectId),
+      calls.map(({ call }) => call.keyId ?? null),
+      ...columns,
+    ],
+  });
+  for (const { call, pk, live } of verdicts) {
+    outcomes[call] = !live ? { ok: false, error: new KeyRevoked() } : { ok: true, value: pk !== null };
   }
 }
 
