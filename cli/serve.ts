@@ -8,9 +8,11 @@ import type { Store } from "../db/store.ts";
 import { hashApiKey, newSecret } from "../domain/keys.ts";
 import { importedEntries, priceTable, shippedPrices } from "../domain/prices.ts";
 import { type MetricsListener, metricsListener } from "../http/metrics.ts";
+import type { RequestLimits } from "../http/ratelimit.ts";
 import { Metrics } from "../services/metrics.ts";
 import { type Config, ConfigError, DEFAULT_PROJECT, type Output } from "./config.ts";
 import { createKey } from "./keys.ts";
+import { chooseLimits } from "./limits.ts";
 
 /**
  * The server's store: a file database on its own thread (db/sqlite/thread.ts), `:memory:` in this one
@@ -89,7 +91,9 @@ export async function serve(config: Config, io: Output): Promise<number> {
   let jwtSecret: string;
   let firstKey: string | undefined;
   let prices: ReturnType<typeof priceTable>;
+  let limits: RequestLimits | undefined;
   try {
+    limits = await chooseLimits(config, io); // 4.6 and O3: in Redis, PostgreSQL or this process
     // The layers the store re-prices updates with, in the same order (docs/decisions/015-prices.md).
     const imported = await store.importedPrices();
     try {
@@ -101,6 +105,7 @@ export async function serve(config: Config, io: Output): Promise<number> {
     if (config.apiKey !== undefined) await ensureConfiguredKey(store, config.apiKey);
     else if ((await store.listApiKeys()).length === 0) firstKey = (await createKey(store, DEFAULT_PROJECT)).key;
   } catch (error) {
+    await limits?.close();
     await store.close(); // the app owns the store only once it is built
     throw error;
   }
@@ -114,6 +119,7 @@ export async function serve(config: Config, io: Output): Promise<number> {
     store,
     jwtSecret,
     metrics,
+    limits,
     publicUrl: () => base ?? "",
   });
   let metricsPort: MetricsListener | undefined;
