@@ -5,7 +5,6 @@
  */
 import type { Pool } from "pg";
 import { type LimitSettings, memoryLimits, type RequestLimits } from "../http/ratelimit.ts";
-import { postgresLimits, redisLimits } from "../http/ratelimit-shared.ts";
 import { type Config, ConfigError, type Output } from "./config.ts";
 
 /**
@@ -21,14 +20,22 @@ export async function chooseLimits(config: Config, io: Output, pool?: Pool): Pro
     ratePerMinute: config.rateLimit,
   };
   const warn = (line: string) => io.err(`agentmon: warning: ${line}`);
+  if (config.redisUrl === undefined && !pool) return memoryLimits(settings);
+  // Loaded only here: ioredis and rate-limiter-flexible would add a fifth to every start (decision 018).
+  const { postgresLimits, redisLimits } = await import("../http/ratelimit-shared.ts");
+  const shared = (where: string) =>
+    io.out(`agentmon: failed key checks and request rates are counted in ${where}, shared by every node on it`);
   if (config.redisUrl !== undefined) {
+    const { host } = new URL(config.redisUrl);
+    let limits: RequestLimits;
     try {
-      return await redisLimits({ ...settings, redis: config.redisUrl, warn });
+      limits = await redisLimits({ ...settings, redis: config.redisUrl, warn });
     } catch (error) {
-      const { host } = new URL(config.redisUrl);
       throw new ConfigError(`cannot reach Redis at ${host} (AGENTMON_REDIS_URL): ${(error as Error).message}`);
     }
+    shared(`Redis at ${host}`);
+    return limits;
   }
-  if (pool) return postgresLimits({ ...settings, pool, warn });
-  return memoryLimits(settings);
+  shared("the PostgreSQL database");
+  return postgresLimits({ ...settings, pool: pool as Pool, warn });
 }

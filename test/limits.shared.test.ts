@@ -390,7 +390,7 @@ t.test(
 
 t.test("chooseLimits: AGENTMON_REDIS_URL counts in Redis, a pool in PostgreSQL, else in memory", async (t) => {
   const config = { authFailLimit: 2, authFailWindowSeconds: 60, rateLimit: 0 };
-  const io = capture().io;
+  const { io, out, err } = capture();
   const from = address();
   const viaRedis = await chooseLimits({ ...config, redisUrl: REDIS } as never, io);
   t.teardown(async () => {
@@ -400,6 +400,9 @@ t.test("chooseLimits: AGENTMON_REDIS_URL counts in Redis, a pool in PostgreSQL, 
   await viaRedis.recordFailure(from);
   await viaRedis.recordFailure(from);
   t.ok(await redisAdmin.exists(`agentmon:auth-fail:${from}`), "the failures are a key of Redis");
+  t.same(out, [
+    "agentmon: failed key checks and request rates are counted in Redis at 127.0.0.1:6379, shared by every node on it",
+  ]);
   const redisNode = await redisLimits({ ...DEFAULTS, failureLimit: 2, redis: REDIS, warn: noWarning(t) });
   t.teardown(() => redisNode.close());
   t.ok((await redisNode.failureWait(from)) > 0, "another node over that Redis sees them");
@@ -418,6 +421,12 @@ t.test("chooseLimits: AGENTMON_REDIS_URL counts in Redis, a pool in PostgreSQL, 
   await inMemory.recordFailure(from);
   t.ok((await inMemory.failureWait(from)) > 0, "in memory: counted here");
   t.equal(await memoryLimits(DEFAULTS).failureWait(from), 0, "and nowhere else");
+  t.equal(
+    out[1],
+    "agentmon: failed key checks and request rates are counted in the PostgreSQL database, shared by every node on it",
+  );
+  t.equal(out.length, 2, "nothing said of memory, the default");
+  t.same(err, [], "no warning");
 });
 
 t.test("chooseLimits: a Redis that cannot be reached stops the start, without the URL's password", async (t) => {
