@@ -17,6 +17,7 @@ import { backpressure, timeouts } from "./http/limits.ts";
 import { requestMetrics } from "./http/metrics.ts";
 import { otlpRoutes } from "./http/otlp.ts";
 import { normaliseQuery } from "./http/parameters.ts";
+import type { RequestLimits } from "./http/ratelimit.ts";
 import { routesOf, type Spec } from "./http/routes.ts";
 import { schemaOptions, validateEveryBody } from "./http/schemas.ts";
 import { loadSpec } from "./lib/spec.ts";
@@ -49,6 +50,11 @@ export interface AppOptions {
   maxEventLoopDelayMs?: number;
   /** O3: requests per minute per API key (with the JWTs it obtained); 0 or absent turns it off. */
   rateLimit?: number;
+  /**
+   * Where 4.6 and O3 are counted: http/ratelimit-shared.ts keeps them in PostgreSQL or Redis, for
+   * several nodes. The app closes them with itself. Default: in this process, with the numbers above.
+   */
+  limits?: RequestLimits;
   /** Prices llm events sent without a cost; default: prices/models.json. */
   prices?: PriceTable;
   /** What GET /metrics shows; by default the app's own, over `store`'s figures. */

@@ -40,6 +40,8 @@ export interface Config {
   metricsToken: string | undefined;
   /** A port of its own that serves GET /metrics without a credential, on `host`; unset: none. */
   metricsPort: number | undefined;
+  /** Redis, where every node counts 4.6 and O3 (cli/limits.ts); unset: PostgreSQL or memory. */
+  redisUrl: string | undefined;
 }
 
 /** A configuration mistake: reported as one line, never a stack trace. */
@@ -119,6 +121,7 @@ const SETTINGS = {
     fallback: undefined,
     read: (v: string) => integer(v, "AGENTMON_METRICS_PORT", 0, 65535),
   },
+  redisUrl: { env: "AGENTMON_REDIS_URL", flag: "redis-url", fallback: undefined, read: readRedisUrl },
 } as const;
 
 function integer(value: string, name: string, min: number, max: number): number {
@@ -165,6 +168,26 @@ function readUrl(value: string): string {
   } catch {
     throw new ConfigError(`AGENTMON_PUBLIC_URL must be an http(s) URL (got "${value}")`);
   }
+}
+
+/**
+ * redis:// or rediss://, a host, and at most a database number as its path. The message never
+ * repeats what comes before an `@`, where the URL carries its password.
+ */
+function readRedisUrl(value: string): string {
+  let url: URL | undefined;
+  try {
+    url = new URL(value.trim());
+  } catch {}
+  const scheme = url?.protocol === "redis:" || url?.protocol === "rediss:";
+  if (!url || !scheme || !url.hostname || !/^(\/\d*)?$/.test(url.pathname)) {
+    const at = value.lastIndexOf("@");
+    throw new ConfigError(
+      "AGENTMON_REDIS_URL must be a redis:// or rediss:// URL such as redis://127.0.0.1:6379 or " +
+        `rediss://:password@redis.internal:6380/0 (got "${at < 0 ? value : `…@${value.slice(at + 1)}`}")`,
+    );
+  }
+  return value.trim();
 }
 
 const UNITS: Record<string, number> = { "": 1, b: 1, k: 1024, kb: 1000, kib: 1024, m: MIB, mb: 1e6, mib: MIB };
@@ -245,6 +268,7 @@ export const USAGE = `Usage:
                  [--request-timeout SECONDS] [--keepalive-timeout SECONDS]
                  [--max-event-loop-delay MS] [--rate-limit PER_MINUTE] [--prices FILE]
                  [--synchronous normal|full] [--metrics-token T] [--metrics-port N]
+                 [--redis-url URL]
   agentmon keys create [--project NAME]   create an API key; it is printed once
   agentmon keys list                      list keys (prefixes only)
   agentmon keys revoke <key-or-prefix>    revoke a key at once
@@ -259,7 +283,7 @@ AGENTMON_MAX_EVENTS,
 AGENTMON_LOG_LEVEL, AGENTMON_AUTH_FAIL_LIMIT, AGENTMON_AUTH_FAIL_WINDOW, AGENTMON_TRUST_PROXY,
 AGENTMON_REQUEST_TIMEOUT, AGENTMON_KEEPALIVE_TIMEOUT, AGENTMON_MAX_EVENT_LOOP_DELAY,
 AGENTMON_RATE_LIMIT, AGENTMON_PRICES, AGENTMON_SYNCHRONOUS, AGENTMON_METRICS_TOKEN,
-AGENTMON_METRICS_PORT.`;
+AGENTMON_METRICS_PORT, AGENTMON_REDIS_URL.`;
 
 export const FLAG_OPTIONS = Object.fromEntries(
   [...Object.values(SETTINGS).map((s) => s.flag), "project"].map((flag) => [flag, { type: "string" as const }]),

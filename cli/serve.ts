@@ -5,9 +5,11 @@ import type { Store } from "../db/store.ts";
 import { hashApiKey, newSecret } from "../domain/keys.ts";
 import { importedEntries, priceTable, shippedPrices } from "../domain/prices.ts";
 import { type MetricsListener, metricsListener } from "../http/metrics.ts";
+import type { RequestLimits } from "../http/ratelimit.ts";
 import { Metrics } from "../services/metrics.ts";
 import { type Config, ConfigError, DEFAULT_PROJECT, type Output } from "./config.ts";
 import { createKey } from "./keys.ts";
+import { chooseLimits } from "./limits.ts";
 import { databaseName, openServerStore } from "./storage.ts";
 
 /** Makes sure the key given by AGENTMON_API_KEY exists, in the default project. */
@@ -60,14 +62,16 @@ export async function serve(config: Config, io: Output): Promise<number> {
   // A storage thread that stopped on its own leaves a server that can only answer 503: it exits
   // (status 1, once the requests in flight are answered) so that its supervisor restarts it.
   let storageFailed = (_error: Error) => {};
-  const store = await openServerStore(config, (error) => storageFailed(error));
+  const { store, pool } = await openServerStore(config, (error) => storageFailed(error));
   if (config.jwtSecret !== undefined && config.jwtSecret.length < 32) {
     io.err("agentmon: warning: AGENTMON_JWT_SECRET is shorter than 32 characters; use a longer random secret");
   }
   let jwtSecret: string;
   let firstKey: string | undefined;
   let prices: ReturnType<typeof priceTable>;
+  let limits: RequestLimits | undefined;
   try {
+    limits = await chooseLimits(config, io, pool); // 4.6 and O3: in Redis, PostgreSQL or this process
     // The layers the store re-prices updates with, in the same order (docs/decisions/015-prices.md).
     const imported = await store.importedPrices();
     try {
@@ -79,6 +83,7 @@ export async function serve(config: Config, io: Output): Promise<number> {
     if (config.apiKey !== undefined) await ensureConfiguredKey(store, config.apiKey);
     else if ((await store.listApiKeys()).length === 0) firstKey = (await createKey(store, DEFAULT_PROJECT)).key;
   } catch (error) {
+    await limits?.close();
     await store.close(); // the app owns the store only once it is built
     throw error;
   }
@@ -92,6 +97,7 @@ export async function serve(config: Config, io: Output): Promise<number> {
     store,
     jwtSecret,
     metrics,
+    limits,
     publicUrl: () => base ?? "",
   });
   let metricsPort: MetricsListener | undefined;

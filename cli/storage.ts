@@ -3,6 +3,7 @@
  * one database, docs/decisions/016-postgresql.md), else the SQLite file AGENTMON_DB. Opening
  * failures become one line (ConfigError), never a stack trace.
  */
+import type pg from "pg";
 import { openPostgresStore, type PostgresStore } from "../db/postgres/store.ts";
 import { openDb } from "../db/sqlite/open.ts";
 import { sqliteStore } from "../db/sqlite/store.ts";
@@ -35,18 +36,29 @@ async function openPostgres(config: Config, role: string, small: boolean): Promi
  * The server's store: PostgreSQL; else a file database on its own thread (db/sqlite/thread.ts),
  * `:memory:` in this one (it cannot be shared between threads, and a test pipeline's start stays fast).
  */
-export async function openServerStore(config: Config, onFailure: (error: Error) => void): Promise<Store> {
-  if (config.databaseUrl !== undefined) return openPostgres(config, "serve", false);
+export async function openServerStore(
+  config: Config,
+  onFailure: (error: Error) => void,
+): Promise<{ store: Store; pool?: pg.Pool }> {
+  if (config.databaseUrl !== undefined) {
+    const store = await openPostgres(config, "serve", false);
+    // The shared limits (cli/limits.ts) count in the same database, on the store's read pool.
+    return { store, pool: store.pool };
+  }
   try {
     if (config.db === ":memory:" || config.db === "") {
-      return sqliteStore(openDb(config.db, { synchronous: config.synchronous }), { priceOverrides: config.prices });
+      const store = sqliteStore(openDb(config.db, { synchronous: config.synchronous }), {
+        priceOverrides: config.prices,
+      });
+      return { store };
     }
-    return await openThreadedStore({
+    const store = await openThreadedStore({
       path: config.db,
       synchronous: config.synchronous,
       prices: config.prices ?? [],
       onFailure,
     });
+    return { store };
   } catch (error) {
     throw cannotOpen(config, error);
   }

@@ -12,7 +12,7 @@ import { type ApiError, invalidApiKey, invalidJwt, tooManyRequests } from "../do
 import { hashApiKey, isApiKeyShape, isLive } from "../domain/keys.ts";
 import type { ApiKeyRecord, Claims, OtlpClaims } from "../domain/types.ts";
 import { jwtOptions, jwtVerifier, otlpVerifier, signJwt, signOtlpToken } from "./jwt.ts";
-import { FailureLimiter, RateLimiter } from "./ratelimit.ts";
+import { memoryLimits, type RequestLimits } from "./ratelimit.ts";
 import type { Routes } from "./routes.ts";
 
 export interface CredentialOptions {
@@ -25,6 +25,11 @@ export interface CredentialOptions {
   authFailWindowMs?: number | undefined;
   /** O3: requests per minute per API key (with the JWTs it obtained); 0 or absent turns it off. */
   rateLimit?: number | undefined;
+  /**
+   * Where 4.6 and O3 are counted (http/ratelimit-shared.ts: shared by several nodes), closed with
+   * the app; default: in this process, with the numbers above.
+   */
+  limits?: RequestLimits | undefined;
 }
 
 /**
@@ -36,24 +41,37 @@ export async function credentials(app: FastifyInstance, options: CredentialOptio
   const { store, jwtSecret, now } = options;
   await app.register(fastifyJwt, jwtOptions(jwtSecret));
   const verifyJwt = jwtVerifier(app.jwt);
-  const limiter = new FailureLimiter(options.authFailLimit ?? 20, options.authFailWindowMs ?? 60_000);
-  const rate = options.rateLimit ? new RateLimiter(options.rateLimit) : undefined;
+  const limits =
+    options.limits ??
+    memoryLimits(
+      {
+        failureLimit: options.authFailLimit ?? 20,
+        failureWindowMs: options.authFailWindowMs ?? 60_000,
+        ratePerMinute: options.rateLimit ?? 0,
+      },
+      now,
+    );
+  app.addHook("onClose", async () => limits.close());
   /** O3: one request taken from the API key's bucket. */
-  const throttle = (keyId: string) => {
-    const wait = rate?.take(keyId, now()) ?? 0;
+  const throttle = async (keyId: string) => {
+    const wait = await limits.takeRequest(keyId);
     if (wait > 0) throw tooManyRequests(wait, "This API key is over its request rate limit");
+  };
+  /** 4.6: refused while the client address is over its failed checks. */
+  const refuseLimitedAddress = async (req: FastifyRequest) => {
+    const wait = await limits.failureWait(req.ip);
+    if (wait > 0) throw tooManyRequests(wait);
   };
 
   /** The API key given, checked (4.1), counted when it fails (4.6) and rate limited (O3). */
   async function acceptApiKey(req: FastifyRequest, given: string) {
-    const wait = limiter.retryAfter(req.ip, now());
-    if (wait > 0) throw tooManyRequests(wait);
+    await refuseLimitedAddress(req);
     const key = isApiKeyShape(given) ? await store.apiKeyByHash(hashApiKey(given)) : undefined;
     if (!isLive(key)) {
-      limiter.fail(req.ip, now());
+      await limits.recordFailure(req.ip);
       throw invalidApiKey();
     }
-    throttle(key.id);
+    await throttle(key.id);
     req.apiKey = key;
   }
 
@@ -73,7 +91,7 @@ export async function credentials(app: FastifyInstance, options: CredentialOptio
     const claims = match?.[1] ? verifyJwt(match[1], Math.floor(now() / 1000)) : undefined;
     if (!claims) throw invalidJwt();
     req.claims = claims;
-    throttle(claims.key_id);
+    await throttle(claims.key_id);
   }
 
   const verifyOtlpToken = otlpVerifier(app.jwt);
@@ -84,14 +102,13 @@ export async function credentials(app: FastifyInstance, options: CredentialOptio
    * inside the write, as for a JWT (4.3); an API key is checked here.
    */
   async function checkOtlp(req: FastifyRequest) {
-    const wait = limiter.retryAfter(req.ip, now());
-    if (wait > 0) throw tooManyRequests(wait);
+    await refuseLimitedAddress(req);
     const claims = await otlpCredential(req);
     if (!claims) {
-      limiter.fail(req.ip, now());
+      await limits.recordFailure(req.ip);
       throw invalidApiKey();
     }
-    throttle(claims.key_id);
+    await throttle(claims.key_id);
     req.otlp = claims;
   }
 

@@ -3,11 +3,12 @@
  * settings), readSize, and main() stopping on a bad setting, in-process.
  */
 import { randomUUID } from "node:crypto";
+import { join } from "node:path";
 import t, { type Test } from "tap";
 import { ConfigError, loadConfig, readSize } from "../cli/config.ts";
 import { main } from "../server.ts";
-import { MIB } from "./helper.ts";
-import { capture } from "./server.helpers.ts";
+import { MIB, tempDir } from "./helper.ts";
+import { capture, keysIn } from "./server.helpers.ts";
 
 /** A ConfigError whose message is one line naming `name`. */
 function isOneLineConfigError(t: Test, fn: () => unknown, name: string, what: string) {
@@ -122,6 +123,35 @@ t.test("loadConfig: bad settings are a ConfigError of one clear line", async (t)
   }
 });
 
+t.test("loadConfig: AGENTMON_REDIS_URL, checked, its password never repeated", async (t) => {
+  t.equal(loadConfig({}, {}).redisUrl, undefined, "unset by default: PostgreSQL or memory counts");
+  t.equal(loadConfig({ AGENTMON_REDIS_URL: "redis://127.0.0.1:6379" }, {}).redisUrl, "redis://127.0.0.1:6379");
+  const tls = "rediss://:s3cret@redis.internal:6380/2";
+  t.equal(loadConfig({}, { "redis-url": tls }).redisUrl, tls, "--redis-url, TLS, a password and a database");
+  for (const url of ["not a url", "http://127.0.0.1:6379", "redis://", "redis://host/cache", "127.0.0.1:6379"]) {
+    isOneLineConfigError(t, () => loadConfig({ AGENTMON_REDIS_URL: url }, {}), "AGENTMON_REDIS_URL", url);
+  }
+  const withPassword = "redis://:hunter2@host/db";
+  try {
+    loadConfig({ AGENTMON_REDIS_URL: withPassword }, {});
+    t.fail("a bad URL is refused");
+  } catch (error) {
+    t.match((error as Error).message, /got "…@host\/db"/, "shown without what comes before the @");
+    t.notMatch((error as Error).message, /hunter2/, "the password is not repeated");
+  }
+});
+
+t.test("main: a Redis that cannot be reached stops the start with one line, before any key is made", async (t) => {
+  const c = capture();
+  const db = join(tempDir(t), "agentmon.db");
+  const env = { AGENTMON_DB: db, PORT: "0", AGENTMON_REDIS_URL: "redis://127.0.0.1:1" };
+  t.equal(await main(["serve"], env, c.io), 1, "exit 1");
+  t.same(c.err.length, 1, "one line");
+  t.match(c.err[0], /^agentmon: cannot reach Redis at 127\.0\.0\.1:1 \(AGENTMON_REDIS_URL\): /);
+  t.same(c.out, [], "no first key printed");
+  t.same(await keysIn(db), [], "and none made, to be lost: the next start makes and shows it");
+});
+
 t.test("main: a bad setting exits 1 with one line on stderr", async (t) => {
   for (const [env, name] of [
     [{ PORT: "abc" }, "PORT"],
@@ -129,6 +159,7 @@ t.test("main: a bad setting exits 1 with one line on stderr", async (t) => {
     [{ AGENTMON_BODY_LIMIT: "huge" }, "AGENTMON_BODY_LIMIT"],
     [{ AGENTMON_LOG_LEVEL: "loud" }, "AGENTMON_LOG_LEVEL"],
     [{ AGENTMON_PUBLIC_URL: "nowhere" }, "AGENTMON_PUBLIC_URL"],
+    [{ AGENTMON_REDIS_URL: "nowhere" }, "AGENTMON_REDIS_URL"],
   ] as const) {
     const c = capture();
     t.equal(await main(["serve"], env, c.io), 1, `${name}: exit 1`);

@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 09e9b0648b8e4d82232140a50128374be702cebfd5a081b7cfdcf9997aaa7b72. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 a705a1b46d4c8b68d98cfae8cc96699bfc5aae5a46033e36b17eddf99e9eed6c. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
