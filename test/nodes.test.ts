@@ -280,6 +280,19 @@ async function severalNodes() {
     t.equal(elsewhere.status, 200, `another address is not limited: ${show(elsewhere)}`);
   });
 
+  t.test("three nodes started at once with the same AGENTMON_API_KEY on an empty database all start", async (t) => {
+    const empty = await testDatabase(t);
+    const configured = crypto.randomUUID();
+    const env = { AGENTMON_LOG_LEVEL: "warn", AGENTMON_API_KEY: configured };
+    const trio = await startNodes(t, empty, ["D", "E", "F"], env);
+    for (const node of trio) {
+      const { answer } = await openSession(node, `configured-${node.name}`, configured);
+      t.equal(answer.status, 200, `${node.name} serves, and takes the configured key: ${show(answer)}`);
+    }
+    const listed = await command(t, ["keys", "list"], empty);
+    t.equal(listed.stdout.split("\n").length, 1, `one key in the database: ${listed.stdout}`);
+  });
+
   t.test(`G7/G8: kill -9 of one node under load loses no acknowledged event (seed ${SEED})`, async (t) => {
     const CLIENTS = 12;
     const rng = random(SEED);
