@@ -1,6 +1,7 @@
 /** `agentmon serve`: opens storage, builds the app, listens, and stops cleanly on a signal. */
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "../app.ts";
+import { Conflict } from "../db/errors.ts";
 import type { Store } from "../db/store.ts";
 import { hashApiKey, newSecret } from "../domain/keys.ts";
 import { importedEntries, priceTable, shippedPrices } from "../domain/prices.ts";
@@ -12,12 +13,22 @@ import { createKey } from "./keys.ts";
 import { chooseLimits } from "./limits.ts";
 import { databaseName, openServerStore } from "./storage.ts";
 
-/** Makes sure the key given by AGENTMON_API_KEY exists, in the default project. */
+/**
+ * Makes sure the key given by AGENTMON_API_KEY exists, in the default project. Several nodes
+ * started at once with the same key on one database may all find it missing: the first one's
+ * insert wins, and the others, refused by the unique key (Conflict), check the key it made.
+ */
 async function ensureConfiguredKey(store: Store, key: string): Promise<void> {
-  const existing = await store.apiKeyByHash(hashApiKey(key));
+  let existing = await store.apiKeyByHash(hashApiKey(key));
   if (!existing) {
-    await createKey(store, DEFAULT_PROJECT, key);
-    return;
+    try {
+      await createKey(store, DEFAULT_PROJECT, key);
+      return;
+    } catch (error) {
+      if (!(error instanceof Conflict)) throw error;
+      existing = await store.apiKeyByHash(hashApiKey(key));
+      if (!existing) throw error;
+    }
   }
   if (existing.revoked_at !== null) throw new ConfigError("AGENTMON_API_KEY names a key that was revoked");
   if (existing.project_name !== DEFAULT_PROJECT) {

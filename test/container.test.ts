@@ -6,6 +6,9 @@
  * commands), and its CMD started there as the container would start it, with /data a temporary
  * folder: it serves, writes its database there and nowhere else, its HEALTHCHECK passes (and
  * fails once the server is gone), the `agentmon` command works, and SIGTERM stops it with 0.
+ * compose.yaml likewise: the SQLite service, and the profile `postgres` (three nodes on the
+ * postgres service behind nginx, deploy/nginx.conf) read as Compose reads them, and the nodes'
+ * healthcheck run against a real node on PostgreSQL.
  *
  * One step is replaced by default: `npm rebuild better-sqlite3` (compiling the addon, 1.5 to 4
  * minutes on this machine) becomes a copy of the addon the repository's own install compiled,
@@ -30,6 +33,8 @@ import {
   type Stage,
 } from "./container.helpers.ts";
 import { tempDir } from "./helper.ts";
+import { postgresRequired, postgresUnavailable, testDatabase } from "./postgres.ts";
+import { agentmon, childEnv, LISTENING } from "./process.ts";
 
 // The npm ci step alone takes 25-60 s here, more on a loaded machine.
 t.setTimeout(600_000);
@@ -123,37 +128,155 @@ t.test("the runtime stage: a user of its own, /data, the settings, exec-form CMD
   t.ok(health?.flags.interval && health.flags.timeout, "with an interval and a timeout");
 });
 
-t.test("compose.yaml runs this Dockerfile with its volume and port; PostgreSQL only behind a profile", async (t) => {
-  interface Service {
-    build?: string;
-    ports?: string[];
-    volumes?: string[];
-    environment?: Record<string, string>;
-    profiles?: string[];
-  }
-  const compose = parse(readFileSync(join(root, "compose.yaml"), "utf8")) as {
-    services: Record<string, Service>;
-    volumes: Record<string, unknown>;
-  };
-  const agentmon = compose.services.agentmon as Service;
-  t.equal(agentmon.build, ".", "built from this Dockerfile");
-  const volume = agentmon.volumes?.find((v) => v.endsWith(":/data"));
-  t.ok(volume, "a volume on /data");
-  t.ok(Object.hasOwn(compose.volumes, volume?.split(":")[0] ?? ""), "a named volume, declared");
-  const port = all(runtime, "EXPOSE")[0]?.args;
-  t.ok(
-    agentmon.ports?.some((p) => p.endsWith(`:${port}`)),
-    `the container's port ${port} is published`,
-  );
+interface Service {
+  build?: string;
+  image?: string;
+  ports?: string[];
+  volumes?: string[];
+  environment?: Record<string, string>;
+  profiles?: string[];
+  depends_on?: Record<string, { condition?: string }>;
+  healthcheck?: { test?: string[] | string };
+}
+
+/** compose.yaml, its anchors merged (`<<:`) as Compose merges them. */
+const compose = parse(readFileSync(join(root, "compose.yaml"), "utf8"), { merge: true }) as {
+  services: Record<string, Service>;
+  volumes: Record<string, unknown>;
+};
+
+/** A value as Compose interpolates it when the variable is unset: `${NAME:-default}` is its default. */
+const interpolated = (value: string) => value.replace(/\$\{\w+:-([^}]*)\}/g, "$1");
+
+/** The services of the profile `postgres` that run agentmon (this Dockerfile's image). */
+const pgNodes = () =>
+  Object.entries(compose.services).filter(([name, s]) => name !== "agentmon" && s.build === "." && s.profiles);
+
+t.test(
+  "compose.yaml runs this Dockerfile with its volume and port; the rest only behind the profile postgres",
+  async (t) => {
+    const agentmon = compose.services.agentmon as Service;
+    t.equal(agentmon.build, ".", "built from this Dockerfile");
+    const volume = agentmon.volumes?.find((v) => v.endsWith(":/data"));
+    t.ok(volume, "a volume on /data");
+    t.ok(Object.hasOwn(compose.volumes, volume?.split(":")[0] ?? ""), "a named volume, declared");
+    const port = all(runtime, "EXPOSE")[0]?.args;
+    t.ok(
+      agentmon.ports?.some((p) => p.endsWith(`:${port}`)),
+      `the container's port ${port} is published`,
+    );
+    const known = settingNames();
+    for (const name of Object.keys(agentmon.environment ?? {}))
+      t.ok(known.has(name), `${name} is a setting of agentmon`);
+    for (const [name, service] of Object.entries(compose.services)) {
+      if (name !== "agentmon") t.same(service.profiles, ["postgres"], `${name} starts only with --profile postgres`);
+    }
+  },
+);
+
+t.test("compose.yaml's profile postgres: three agentmon nodes on the postgres service, behind nginx", async (t) => {
   const known = settingNames();
-  for (const name of Object.keys(agentmon.environment ?? {})) t.ok(known.has(name), `${name} is a setting of agentmon`);
-  for (const [name, service] of Object.entries(compose.services)) {
-    if (name !== "agentmon") t.same(service.profiles, ["postgres"], `${name} starts only with --profile postgres`);
+  const port = all(runtime, "EXPOSE")[0]?.args ?? "";
+  const postgres = compose.services.postgres as Service;
+  t.match(postgres.image, /^postgres:\d+/, "the official PostgreSQL image");
+  const pgEnv = Object.fromEntries(Object.entries(postgres.environment ?? {}).map(([k, v]) => [k, interpolated(v)]));
+  t.ok(pgEnv.POSTGRES_USER && pgEnv.POSTGRES_PASSWORD && pgEnv.POSTGRES_DB, "its user, password and database");
+  t.match(String(postgres.healthcheck?.test), /pg_isready/, "a healthcheck, pg_isready");
+  const pgVolume = postgres.volumes?.find((v) => v.endsWith(":/var/lib/postgresql/data"))?.split(":")[0] ?? "";
+  t.ok(Object.hasOwn(compose.volumes, pgVolume), "its data on a named volume, declared");
+
+  t.ok(known.has("AGENTMON_DATABASE_URL"), "cli/config.ts reads AGENTMON_DATABASE_URL");
+  const nodes = pgNodes();
+  t.equal(nodes.length, 3, `three agentmon nodes (${nodes.map(([name]) => name).join(", ")})`);
+  const secrets = new Set<string | undefined>();
+  for (const [name, node] of nodes) {
+    t.equal(node.image, compose.services.agentmon?.image, `${name}: the same image as agentmon`);
+    const env = node.environment ?? {};
+    for (const key of Object.keys(env))
+      t.ok(known.has(key), `${name}: ${key} is a setting of agentmon (cli/config.ts)`);
+    const url = new URL(interpolated(env.AGENTMON_DATABASE_URL ?? "none:"));
+    t.equal(url.protocol, "postgres:", `${name}: AGENTMON_DATABASE_URL is a PostgreSQL URL`);
+    t.ok(
+      url.hostname in compose.services && compose.services[url.hostname] === postgres,
+      `${name}: on the postgres service`,
+    );
+    t.equal(url.port, "5432", `${name}: at the image's port`);
+    t.same(
+      [decodeURIComponent(url.username), decodeURIComponent(url.password), url.pathname.slice(1)],
+      [pgEnv.POSTGRES_USER, pgEnv.POSTGRES_PASSWORD, pgEnv.POSTGRES_DB],
+      `${name}: as the postgres service's user, password and database`,
+    );
+    t.equal(node.depends_on?.postgres?.condition, "service_healthy", `${name}: starts once postgres is healthy`);
+    const check = [node.healthcheck?.test ?? []].flat().join(" ");
+    t.match(check, /\/readyz/, `${name}: its healthcheck is readiness, /readyz`);
+    t.match(check, new RegExp(`PORT \\|\\| ${port}\\b`), `${name}: on its port (${port})`);
+    t.notMatch(check, /curl|wget/, `${name}: with no tool the slim image lacks`);
+    t.notOk(node.ports, `${name}: publishes no port (only the balancer reaches it)`);
+    t.ok(
+      env.AGENTMON_TRUST_PROXY && env.AGENTMON_TRUST_PROXY !== "false",
+      `${name}: believes the balancer's X-Forwarded-For`,
+    );
+    secrets.add(env.AGENTMON_JWT_SECRET);
   }
-  t.notOk(
-    existsSync(join(root, "db/postgres")),
-    "the PostgreSQL adapter has not landed: update compose.yaml when it does",
+  t.equal(secrets.size, 1, "every node has the same AGENTMON_JWT_SECRET, or none does (the first one's is shared)");
+
+  const balancer = compose.services.balancer as Service;
+  t.match(balancer.image, /^nginx:/, "the balancer is nginx");
+  for (const [name] of nodes) {
+    t.equal(balancer.depends_on?.[name]?.condition, "service_healthy", `it starts once ${name} is ready`);
+  }
+  const mount = balancer.volumes?.find((v) => v.includes(":/etc/nginx/"))?.split(":") ?? [];
+  const confPath = (mount[0] ?? "").replace(/^\.\//, "");
+  t.same(tracked(confPath), [confPath], `its configuration ${confPath} is in the repository`);
+  const conf = readFileSync(join(root, confPath), "utf8").replace(/#.*$/gm, "");
+  const upstream = /upstream\s+(\w+)\s*\{([^}]*)\}/.exec(conf);
+  const servers = [...(upstream?.[2] ?? "").matchAll(/^\s*server\s+([^\s;]+)/gm)].map((m) => m[1]);
+  t.same(
+    servers.sort(),
+    nodes.map(([name]) => `${name}:${port}`).sort(),
+    "its upstream is the three nodes, at their port",
   );
+  t.match(conf, new RegExp(`proxy_pass\\s+http://${upstream?.[1]};`), "every request goes to that upstream");
+  t.match(
+    conf,
+    /proxy_set_header\s+X-Forwarded-For\s+\$remote_addr;/,
+    "X-Forwarded-For is replaced, never appended to",
+  );
+  const maxBody = /client_max_body_size\s+(\d+)m;/.exec(conf)?.[1];
+  t.ok(Number(maxBody) >= 16, `client_max_body_size ${maxBody}m lets agentmon's own limits (16MiB OTLP) judge`);
+  const [host, published, inside] = balancer.ports?.[0]?.split(":") ?? [];
+  t.match(conf, new RegExp(`listen\\s+${inside};`), `nginx listens on the published port ${inside}`);
+  for (const [name, node] of nodes) {
+    t.equal(
+      interpolated(node.environment?.AGENTMON_PUBLIC_URL ?? ""),
+      `http://${host === "127.0.0.1" ? "localhost" : host}:${published}`,
+      `${name}: AGENTMON_PUBLIC_URL is the balancer's address`,
+    );
+  }
+});
+
+t.test("the nodes' healthcheck passes against a node on PostgreSQL, and fails once it is gone", async (t) => {
+  const unavailable = await postgresUnavailable();
+  if (unavailable !== undefined && !postgresRequired()) {
+    t.comment(`skipped: ${unavailable}`);
+    return;
+  }
+  const [name, node] = pgNodes()[0] as [string, Service];
+  const url = await testDatabase(t);
+  const env = Object.fromEntries(Object.entries(node.environment ?? {}).map(([k, v]) => [k, interpolated(v)]));
+  const server = agentmon(t, ["serve"], childEnv({ ...env, AGENTMON_DATABASE_URL: url, PORT: "0", HOST: "127.0.0.1" }));
+  const base = (await server.waitFor(LISTENING))[1] as string;
+  const [command = "", ...args] = [node.healthcheck?.test ?? []].flat().slice(1);
+  const check = () =>
+    spawnSync(command === "node" ? process.execPath : command, args, {
+      env: { PATH: process.env.PATH, PORT: new URL(base).port },
+      encoding: "utf8",
+      timeout: 20_000,
+    }).status;
+  t.equal(check(), 0, `${name}'s healthcheck passes: /readyz on PostgreSQL`);
+  server.child.kill("SIGTERM");
+  t.equal((await server.exited()).code, 0, "SIGTERM stops it with 0");
+  t.not(check(), 0, "the healthcheck fails once the node is gone");
 });
 
 t.test(
