@@ -5,6 +5,7 @@
  * (EVENT_COLUMNS), cheap to build on one thread and send to another, and the same for either
  * engine. Only the adapters import this file (.dependency-cruiser.mjs).
  */
+import { withLogRecords } from "../domain/genai.ts";
 import { parseTimestamp } from "../domain/timestamps.ts";
 import type {
   AgentRecord,
@@ -16,6 +17,7 @@ import type {
   SessionRecord,
   SessionTotals,
   SpanEventRecord,
+  SpanLogRecord,
 } from "../domain/types.ts";
 
 export const json = (value: unknown) => JSON.stringify(value);
@@ -230,4 +232,39 @@ export const ROW = {
 export function recordOfRow(row: EventRow): EventRecord {
   const named = Object.fromEntries(EVENT_COLUMNS.map((column, i) => [column, row[i]])) as unknown as StoredEvent;
   return eventRecord(named);
+}
+
+/** The deepest parent chain followed within one request; a longer one is cut (its agent left unknown). */
+const MAX_DEPTH = 1000;
+
+/**
+ * T14: the agent of each span row of a request: its own, else its nearest agent ancestor's,
+ * looked for among the request's rows first, then with `stored` (a stored parent's agent).
+ */
+export function agentResolver(rows: EventRow[], stored: (parentId: string) => string | null) {
+  const byId = new Map(rows.map((row) => [row[ROW.id] as string, row]));
+  const resolved = new Map<string, string | null>();
+  const agentOf = (row: EventRow, depth: number): string | null => {
+    const own = row[ROW.agent_id] as string | null;
+    if (own !== null) return own;
+    const id = row[ROW.id] as string;
+    const known = resolved.get(id);
+    if (known !== undefined) return known;
+    const parentId = row[ROW.parent_id] as string | null;
+    let agent: string | null = null;
+    if (parentId !== null && depth < MAX_DEPTH) {
+      const parent = byId.get(parentId);
+      agent = parent ? agentOf(parent, depth + 1) : stored(parentId);
+    }
+    resolved.set(id, agent);
+    return agent;
+  };
+  return (row: EventRow) => agentOf(row, 0);
+}
+
+/** A span's row with its GenAI log records applied (T3), when it has any. */
+export function rowWithRecords(row: EventRow, records: SpanLogRecord[]): EventRow {
+  if (records.length === 0) return row;
+  const event = { ...recordOfRow(row), parent_id: row[ROW.parent_id], own_agent_id: row[ROW.own_agent_id] };
+  return eventRow(withLogRecords(event as SpanEventRecord, records));
 }

@@ -21,11 +21,10 @@ import { performance } from "node:perf_hooks";
 import type pg from "pg";
 import { isLive } from "../../domain/keys.ts";
 import type { ApiKeyRecord } from "../../domain/types.ts";
-import { Histogram } from "../../lib/histogram.ts";
 import { KeyRevoked, StorageFault } from "../errors.ts";
+import { GroupFigures, type GroupStats, takeGroup } from "../groups.ts";
 import type { EventRow } from "../rows.ts";
 import { EVENT_COLUMNS } from "../rows.ts";
-import type { StorageStats } from "../store.ts";
 import { isFault, isRetryable, translate } from "./errors.ts";
 
 /** A group holds at most this many calls, or this many rows; a call is never split. */
@@ -63,10 +62,6 @@ interface RunCall<T> extends KeyCheck {
 type Work = EventsCall | RunCall<unknown>;
 type Queued = Work & { weight: number; resolve: (value: unknown) => void; reject: (error: unknown) => void };
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
-
-const CALL_BOUNDS = [1, 2, 5, 10, 20, 50, 100, 200, 500];
-const ROW_BOUNDS = [1, 10, 100, 500, 1000, 2500, 5000, 10_000, 25_000];
-const SECOND_BOUNDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 
 const COLUMN_TYPES: Record<(typeof EVENT_COLUMNS)[number], string> = {
   id: "text",
@@ -136,12 +131,8 @@ export class PgGroupCommit {
   #busy = 0;
   #scheduled = false;
   #queuedRows = 0;
-  #commits = 0;
-  #failed = 0;
+  readonly #figures = new GroupFigures();
   #idle: (() => void)[] = [];
-  readonly #groupCalls = new Histogram(CALL_BOUNDS);
-  readonly #groupRows = new Histogram(ROW_BOUNDS);
-  readonly #commitSeconds = new Histogram(SECOND_BOUNDS);
 
   /** `pool` holds the writer connections; `writers` groups run at once (its size). */
   constructor(pool: pg.Pool, writers: number) {
@@ -150,19 +141,11 @@ export class PgGroupCommit {
   }
 
   get commits() {
-    return this.#commits;
+    return this.#figures.commits;
   }
 
-  stats(): Omit<StorageStats, "databaseBytes" | "walBytes" | "thread"> {
-    return {
-      queuedCalls: this.#queue.length,
-      queuedRows: this.#queuedRows,
-      committedGroups: this.#commits,
-      failedGroups: this.#failed,
-      groupCalls: this.#groupCalls.snapshot(),
-      groupRows: this.#groupRows.snapshot(),
-      commitSeconds: this.#commitSeconds.snapshot(),
-    };
+  stats(): GroupStats {
+    return this.#figures.snapshot(this.#queue.length, this.#queuedRows);
   }
 
   /** Queues create_events rows for a session; true once committed, false: not a session of the project. */
@@ -214,15 +197,9 @@ export class PgGroupCommit {
   }
 
   #nextGroup(): Queued[] {
-    let calls = 0;
-    let rows = 0;
-    for (const call of this.#queue) {
-      if (calls === GROUP_MAX_CALLS || (calls > 0 && rows + call.weight > GROUP_MAX_ROWS)) break;
-      calls++;
-      rows += call.weight;
-    }
+    const { group, rows } = takeGroup(this.#queue, (call) => call.weight, GROUP_MAX_CALLS, GROUP_MAX_ROWS);
     this.#queuedRows -= rows;
-    return this.#queue.splice(0, calls);
+    return group;
   }
 
   /** Commits the group, or its calls one by one when it fails for a reason of one call's own. */
@@ -233,7 +210,7 @@ export class PgGroupCommit {
       outcomes = await this.#transaction(group);
     } catch (error) {
       if (isFault(error) || (group.length === 1 && !isRetryable(error))) {
-        if (isFault(error)) this.#failed++;
+        if (isFault(error)) this.#figures.failed++;
         for (const call of group) call.reject(translate(error));
         return;
       }
@@ -261,7 +238,7 @@ export class PgGroupCommit {
         return;
       } catch (error) {
         if (isRetryable(error) && attempt < 5) continue;
-        if (isFault(error)) this.#failed++;
+        if (isFault(error)) this.#figures.failed++;
         call.reject(translate(error));
         return;
       }
@@ -269,10 +246,8 @@ export class PgGroupCommit {
   }
 
   #observe(group: Queued[], started: number) {
-    this.#commitSeconds.observe((performance.now() - started) / 1000);
-    this.#commits++;
-    this.#groupCalls.observe(group.length);
-    this.#groupRows.observe(group.reduce((rows, call) => rows + call.weight, 0));
+    const rows = group.reduce((sum, call) => sum + call.weight, 0);
+    this.#figures.committed(group.length, rows, (performance.now() - started) / 1000);
   }
 
   /**

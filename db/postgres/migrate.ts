@@ -5,25 +5,18 @@
  * pending files and the new version commit together, or none of them does. A database newer
  * than this code is refused, never downgraded.
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import type pg from "pg";
 import { fromRoot } from "../../lib/paths.ts";
 import { SchemaMismatch } from "../errors.ts";
+import { migrationFiles as sharedMigrationFiles } from "../migrations.ts";
 
 const MIGRATIONS = fromRoot("db/postgres/migrations/");
 
 /** The advisory lock key of migrations: any bigint of our own; 0x61676d6e is "agmn". */
 const MIGRATION_LOCK = 0x61676d6e;
 
-function migrationFiles(): string[] {
-  const files = readdirSync(MIGRATIONS)
-    .filter((name) => /^\d{3}-[\w-]+\.sql$/.test(name))
-    .sort();
-  files.forEach((name, index) => {
-    if (Number(name.slice(0, 3)) !== index + 1) throw new Error(`migration ${name} is out of sequence`);
-  });
-  return files;
-}
+const migrationFiles = () => sharedMigrationFiles(MIGRATIONS);
 
 let latest: number | undefined;
 /** The schema version this code needs: the number of migrations it ships. */

@@ -11,29 +11,26 @@ import type {
   AgentRecord,
   GenAiEvent,
   JsonObject,
-  SpanEventRecord,
   SpanLogRecord,
   SpanRecordWrite,
   TraceOutcome,
   TraceWrite,
 } from "../../domain/types.ts";
 import {
+  agentResolver,
   type EventRow,
   eventRecord,
   eventRow,
   json,
   parse,
   ROW,
-  recordOfRow,
+  rowWithRecords,
   type SessionRow,
   type StoredEvent,
 } from "../rows.ts";
 import { eventColumns, INSERT_EVENTS } from "./group-commit.ts";
 
 type Tx = pg.ClientBase;
-
-/** The deepest parent chain followed within one request; a longer one is cut (its agent left unknown). */
-const MAX_DEPTH = 1000;
 
 type SessionWrite = Omit<TraceWrite, "events" | "agents">;
 
@@ -210,12 +207,12 @@ async function traceSession(
  */
 async function insertSpans(tx: Tx, pk: number, given: EventRow[]) {
   if (given.length === 0) return;
-  const byId = new Map(given.map((row) => [row[ROW.id] as string, row]));
+  const inRequest = new Set(given.map((row) => row[ROW.id] as string));
   const outside = [
     ...new Set(
       given.flatMap((row) => {
         const parent = row[ROW.parent_id] as string | null;
-        return parent !== null && !byId.has(parent) && row[ROW.agent_id] === null ? [parent] : [];
+        return parent !== null && !inRequest.has(parent) && row[ROW.agent_id] === null ? [parent] : [];
       }),
     ),
   ];
@@ -227,29 +224,14 @@ async function insertSpans(tx: Tx, pk: number, given: EventRow[]) {
     );
     for (const row of rows) stored.set(row.id, row.agent_id);
   }
-  const resolved = new Map<string, string | null>();
-  const agentOf = (row: EventRow, depth: number): string | null => {
-    const own = row[ROW.agent_id] as string | null;
-    if (own !== null) return own;
-    const id = row[ROW.id] as string;
-    const known = resolved.get(id);
-    if (known !== undefined) return known;
-    const parentId = row[ROW.parent_id] as string | null;
-    let agent: string | null = null;
-    if (parentId !== null && depth < MAX_DEPTH) {
-      const parent = byId.get(parentId);
-      agent = parent ? agentOf(parent, depth + 1) : (stored.get(parentId) ?? null);
-    }
-    resolved.set(id, agent);
-    return agent;
-  };
+  const agentOf = agentResolver(given, (parentId) => stored.get(parentId) ?? null);
   // T3: log records that came before their spans; the table is empty unless logs were sent.
   const records = (await tx.query("SELECT 1 FROM span_records WHERE session_pk = $1 LIMIT 1", [pk])).rowCount === 1;
   const rows: { pk: number; row: EventRow }[] = [];
   const agents = new Map<string, string | null>();
   for (const original of given) {
     const id = original[ROW.id] as string;
-    const agent = agentOf(original, 0);
+    const agent = agentOf(original);
     let row = records ? await withRecords(tx, pk, original) : original;
     if (agent !== row[ROW.agent_id]) {
       row = [...row] as EventRow;
@@ -288,10 +270,7 @@ async function insertSpans(tx: Tx, pk: number, given: EventRow[]) {
 
 /** The row with the span's GenAI log records applied (T3), when there are any. */
 async function withRecords(tx: Tx, pk: number, row: EventRow): Promise<EventRow> {
-  const records = await spanRecords(tx, pk, row[ROW.id] as string);
-  if (records.length === 0) return row;
-  const event = { ...recordOfRow(row), parent_id: row[ROW.parent_id], own_agent_id: row[ROW.own_agent_id] };
-  return eventRow(withLogRecords(event as SpanEventRecord, records));
+  return rowWithRecords(row, await spanRecords(tx, pk, row[ROW.id] as string));
 }
 
 /** Registers the agents not registered yet (a span sent again changes nothing: T17). */

@@ -8,8 +8,7 @@
  */
 
 import { performance } from "node:perf_hooks";
-import { Histogram } from "../../lib/histogram.ts";
-import type { StorageStats } from "../store.ts";
+import { GroupFigures, type GroupStats, takeGroup } from "../groups.ts";
 import { failsTheGroup } from "./errors.ts";
 import type { Db } from "./open.ts";
 
@@ -31,27 +30,15 @@ interface Call {
 
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
-/** Bucket bounds of the group figures GET /metrics shows (services/metrics.ts). */
-const CALL_BOUNDS = [1, 2, 5, 10, 20, 50, 100, 200, 500];
-const ROW_BOUNDS = [1, 10, 100, 500, 1000, 2500, 5000, 10_000, 25_000];
-const SECOND_BOUNDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
-
-/** What the group commit has done and holds: plain numbers, read by the store's stats(). */
-export type GroupStats = Omit<StorageStats, "databaseBytes" | "walBytes" | "thread">;
-
 /** The queue of write calls of one connection, and its group transactions. */
 export class GroupCommit {
   readonly #db: Db;
   readonly #tx;
   readonly #queue: Call[] = [];
   #flushScheduled = false;
-  #commits = 0;
-  #failed = 0;
   #queuedRows = 0;
-  // A few additions per group, not per call: what GET /metrics shows of the group commit.
-  readonly #groupCalls = new Histogram(CALL_BOUNDS);
-  readonly #groupRows = new Histogram(ROW_BOUNDS);
-  readonly #commitSeconds = new Histogram(SECOND_BOUNDS);
+  /** What GET /metrics shows of the group commit. */
+  readonly #figures = new GroupFigures();
 
   constructor(db: Db) {
     this.#db = db;
@@ -67,20 +54,12 @@ export class GroupCommit {
 
   /** Group transactions committed so far: lets tests see calls coalesce. */
   get commits() {
-    return this.#commits;
+    return this.#figures.commits;
   }
 
   /** The queue now, and the groups so far. */
   stats(): GroupStats {
-    return {
-      queuedCalls: this.#queue.length,
-      queuedRows: this.#queuedRows,
-      committedGroups: this.#commits,
-      failedGroups: this.#failed,
-      groupCalls: this.#groupCalls.snapshot(),
-      groupRows: this.#groupRows.snapshot(),
-      commitSeconds: this.#commitSeconds.snapshot(),
-    };
+    return this.#figures.snapshot(this.#queue.length, this.#queuedRows);
   }
 
   /** Queues a write call of `rows` rows; it settles once the group it ran in is committed or not. */
@@ -113,15 +92,9 @@ export class GroupCommit {
 
   /** The first queued calls, in call order, up to the caps (always at least one). */
   #nextGroup(): Call[] {
-    let calls = 0;
-    let rows = 0;
-    for (const call of this.#queue) {
-      if (calls === GROUP_MAX_CALLS || (calls > 0 && rows + call.rows > GROUP_MAX_ROWS)) break;
-      calls++;
-      rows += call.rows;
-    }
+    const { group, rows } = takeGroup(this.#queue, (call) => call.rows, GROUP_MAX_CALLS, GROUP_MAX_ROWS);
     this.#queuedRows -= rows;
-    return this.#queue.splice(0, calls);
+    return group;
   }
 
   #commitGroup(group: Call[]) {
@@ -147,16 +120,13 @@ export class GroupCommit {
           // The next flush tries again (above); these calls fail with the first error either way.
         }
       }
-      this.#failed++;
+      this.#figures.failed++;
       for (const call of group) call.reject(fault);
       return;
     }
-    this.#commitSeconds.observe((performance.now() - started) / 1000);
-    this.#commits++;
-    this.#groupCalls.observe(group.length);
     let rows = 0;
     for (const call of group) rows += call.rows;
-    this.#groupRows.observe(rows);
+    this.#figures.committed(group.length, rows, (performance.now() - started) / 1000);
     group.forEach((call, index) => {
       const outcome = outcomes[index] as Outcome;
       if (outcome.ok) call.resolve(outcome.value);

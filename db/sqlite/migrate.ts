@@ -3,23 +3,16 @@
  * run in one transaction; the version is kept in `PRAGMA user_version`. A database newer than
  * this code is refused, never downgraded.
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import type Database from "better-sqlite3";
 import { fromRoot } from "../../lib/paths.ts";
+import { migrationFiles as sharedMigrationFiles } from "../migrations.ts";
 
 type Db = Database.Database;
 
 const MIGRATIONS = fromRoot("db/sqlite/migrations/");
 
-function migrationFiles(): string[] {
-  const files = readdirSync(MIGRATIONS)
-    .filter((name) => /^\d{3}-[\w-]+\.sql$/.test(name))
-    .sort();
-  files.forEach((name, index) => {
-    if (Number(name.slice(0, 3)) !== index + 1) throw new Error(`migration ${name} is out of sequence`);
-  });
-  return files;
-}
+const migrationFiles = () => sharedMigrationFiles(MIGRATIONS);
 
 let latest: number | undefined;
 /** The schema version this code needs: the number of migrations it ships. */

@@ -9,13 +9,13 @@ import type {
   AgentRecord,
   GenAiEvent,
   JsonObject,
-  SpanEventRecord,
   SpanLogRecord,
   SpanRecordWrite,
   TraceOutcome,
   TraceWrite,
 } from "../../domain/types.ts";
 import {
+  agentResolver,
   EVENT_COLUMNS,
   type EventRow,
   eventRecord,
@@ -23,7 +23,7 @@ import {
   json,
   parse,
   ROW,
-  recordOfRow,
+  rowWithRecords,
   type SessionRow,
   type StoredEvent,
 } from "../rows.ts";
@@ -107,9 +107,6 @@ function prepare(db: Db) {
     logs: db.prepare<[number], { body: string }>("SELECT body FROM session_logs WHERE session_pk = ? ORDER BY seq"),
   };
 }
-
-/** The deepest parent chain followed within one request; a longer one is cut (its agent left unknown). */
-const MAX_DEPTH = 1000;
 
 export class TraceTable {
   readonly #q: ReturnType<typeof prepare>;
@@ -235,29 +232,13 @@ export class TraceTable {
    * stored descendants of the new events, which arrived before them.
    */
   #events(pk: number, rows: EventRow[]) {
-    const byId = new Map(rows.map((row) => [row[ROW.id] as string, row]));
-    const resolved = new Map<string, string | null>();
-    const agentOf = (row: EventRow, depth: number): string | null => {
-      const own = row[ROW.agent_id] as string | null;
-      if (own !== null) return own;
-      const id = row[ROW.id] as string;
-      const known = resolved.get(id);
-      if (known !== undefined) return known;
-      const parentId = row[ROW.parent_id] as string | null;
-      let agent: string | null = null;
-      if (parentId !== null && depth < MAX_DEPTH) {
-        const parent = byId.get(parentId);
-        agent = parent ? agentOf(parent, depth + 1) : (this.#q.agentOf.get(pk, parentId)?.agent_id ?? null);
-      }
-      resolved.set(id, agent);
-      return agent;
-    };
+    const agentOf = agentResolver(rows, (parentId) => this.#q.agentOf.get(pk, parentId)?.agent_id ?? null);
     const inserted: { id: string; agent: string | null }[] = [];
     // T3: log records that came before their spans; the table is empty unless logs were sent.
     const records = this.#q.hasRecords.get(pk) !== undefined;
     for (const given of rows) {
       const id = given[ROW.id] as string;
-      const agent = agentOf(given, 0);
+      const agent = agentOf(given);
       let row = records ? this.#withRecords(pk, given) : given;
       if (agent !== row[ROW.agent_id]) {
         row = [...row] as EventRow;
@@ -272,10 +253,7 @@ export class TraceTable {
 
   /** The row with the span's GenAI log records applied (T3), when there are any. */
   #withRecords(pk: number, row: EventRow): EventRow {
-    const records = this.#records(pk, row[ROW.id] as string);
-    if (records.length === 0) return row;
-    const event = { ...recordOfRow(row), parent_id: row[ROW.parent_id], own_agent_id: row[ROW.own_agent_id] };
-    return eventRow(withLogRecords(event as SpanEventRecord, records));
+    return rowWithRecords(row, this.#records(pk, row[ROW.id] as string));
   }
 
   /** Registers the agents not registered yet (a span sent again changes nothing: T17). */
