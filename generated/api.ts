@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 09e9b0648b8e4d82232140a50128374be702cebfd5a081b7cfdcf9997aaa7b72. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 72d7723954768198a8ac26b5390759ad01c1c586049dfbe2d50783a5c08c2fb6. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -1467,7 +1467,7 @@ export interface components {
                 "application/json": components["schemas"]["CreateEventsResponse"];
             };
         };
-        /** @description Malformed JSON, an empty body, a body that breaks the schema, or one that cannot be decompressed. Nothing was stored. */
+        /** @description Malformed JSON, an empty body, a body that breaks the schema, text holding U+0000 (G9), or a body that cannot be decompressed. Nothing was stored. */
         BadRequest: {
             headers: {
                 [name: string]: unknown;
@@ -1670,7 +1670,7 @@ export interface components {
                 "application/json": components["schemas"]["ExportTraceServiceResponse"];
             };
         };
-        /** @description The body cannot be decoded as the message its media type says (T10), or is not a JSON object. Nothing was stored. Do not retry. */
+        /** @description The body cannot be decoded as the message its media type says (T10), is not a JSON object, or holds U+0000 in a string (G9, T10). Nothing was stored. Do not retry. */
         OtlpBadRequest: {
             headers: {
                 [name: string]: unknown;
