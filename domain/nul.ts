@@ -1,8 +1,8 @@
 /**
- * U+0000 (NUL), which agentmon refuses in any text it is sent (decision 017): PostgreSQL can
- * store it neither in text nor in json, and both engines must answer every request alike. The
- * HTTP edge refuses it (http/json.ts, http/parameters.ts, ingest/otlp/nul.ts); these are the
- * checks the layers share.
+ * U+0000 (NUL), which agentmon refuses in any text it is sent (decision 017): PostgreSQL cannot
+ * keep it in text (nor jsonb the escape `\u0000`), and both engines must answer every request
+ * alike. It is refused where requests come in (http/json.ts, http/parameters.ts, and
+ * services/otlp.ts through ingest/otlp/nul.ts); these are the checks the layers share.
  */
 
 /** The detail of a value, or of a query or path parameter, that holds a NUL. */
