@@ -5,6 +5,7 @@
  * (a 400 rather than a wrong page); a forged cursor can only move within the caller's own data.
  */
 import { createHash } from "node:crypto";
+import { hasNul } from "./nul.ts";
 import type { Position } from "./types.ts";
 
 export type CursorKind = "sessions" | "events";
@@ -35,5 +36,7 @@ export function decodeCursor(kind: CursorKind, text: string): Position | undefin
   if (!Array.isArray(value) || value.length !== 3) return undefined;
   const [k, initUs, id] = value as unknown[];
   if (k !== kind || typeof initUs !== "number" || !Number.isFinite(initUs) || typeof id !== "string") return undefined;
+  // A forged cursor must not carry U+0000 into a query of the store (decision 017).
+  if (hasNul(id)) return undefined;
   return { init_us: initUs, id };
 }

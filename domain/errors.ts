@@ -30,11 +30,12 @@ export class ApiError extends Error {
 /** The most entries a 400 lists; the message says how many more there were. */
 export const MAX_DETAILS = 100;
 
-export function invalidRequest(details: ErrorDetail[]): ApiError {
+/** A 400 for the body; `total` counts the problems when `details` lists only the first of them. */
+export function invalidRequest(details: ErrorDetail[], total = details.length): ApiError {
   const shown = details.slice(0, MAX_DETAILS);
   const first = shown[0];
   const where = first === undefined ? "" : `: ${first.path === "" ? "" : `${first.path} `}${first.message}`;
-  const more = details.length > 1 ? ` (and ${details.length - 1} more problem${details.length > 2 ? "s" : ""})` : "";
+  const more = total > 1 ? ` (and ${total - 1} more problem${total > 2 ? "s" : ""})` : "";
   return new ApiError(400, {
     error: "Invalid request",
     message: `The request body is not valid${where}${more}`,

@@ -14,6 +14,7 @@
  *   into objects by `unflatten`.
  * Pure functions on plain JSON values (an OTLP AnyValue is made plain in ingest/otlp/values.ts).
  */
+import { jsonTextHasNul } from "./nul.ts";
 import type { GenAiEvent, JsonObject, SpanLogRecord } from "./types.ts";
 
 export type { GenAiEvent, SpanLogRecord };
@@ -23,11 +24,15 @@ export type Messages = JsonObject[];
 const isObject = (value: unknown): value is JsonObject =>
   typeof value === "object" && value !== null && !Array.isArray(value);
 
-/** A JSON text parsed, or the value itself when it is not a string or not JSON. */
+/**
+ * A JSON text parsed, or the value itself when it is not a string or not JSON. A text whose JSON
+ * would give U+0000 (the escape `\u0000`) is not read either: the string itself holds no NUL and
+ * is kept, but no value made of it may hold one (decision 017).
+ */
 function parsed(value: unknown): unknown {
   if (typeof value !== "string") return value;
   const text = value.trim();
-  if (!(text.startsWith("[") || text.startsWith("{"))) return value;
+  if (!(text.startsWith("[") || text.startsWith("{")) || jsonTextHasNul(text)) return value;
   try {
     return JSON.parse(text);
   } catch {

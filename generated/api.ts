@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 a705a1b46d4c8b68d98cfae8cc96699bfc5aae5a46033e36b17eddf99e9eed6c. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 542b68f354b1a2f392378d6ba1e23b2e8648735438a1ce43723575adba3434a2. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -1467,7 +1467,7 @@ export interface components {
                 "application/json": components["schemas"]["CreateEventsResponse"];
             };
         };
-        /** @description Malformed JSON, an empty body, a body that breaks the schema, or one that cannot be decompressed. Nothing was stored. */
+        /** @description Malformed JSON, an empty body, a body that breaks the schema, text holding U+0000 (G9), or a body that cannot be decompressed. Nothing was stored. */
         BadRequest: {
             headers: {
                 [name: string]: unknown;
@@ -1670,7 +1670,7 @@ export interface components {
                 "application/json": components["schemas"]["ExportTraceServiceResponse"];
             };
         };
-        /** @description The body cannot be decoded as the message its media type says (T10), or is not a JSON object. Nothing was stored. Do not retry. */
+        /** @description The body cannot be decoded as the message its media type says (T10), is not a JSON object, or holds U+0000 in a string (G9, T10). Nothing was stored. Do not retry. */
         OtlpBadRequest: {
             headers: {
                 [name: string]: unknown;

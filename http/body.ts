@@ -2,14 +2,14 @@
  * Request bodies: decoded, limited, parsed. They may come gzip- or deflate-encoded (contract G4).
  * The body limit counts the decoded bytes, and decoding stops the moment the limit is passed, so
  * a gzip bomb costs at most one limit's worth of work before its 413. Only JSON bodies are read
- * (http/json.ts).
+ * (http/json.ts), and refused when they hold U+0000 (decision 017).
  */
 import { pipeline, type Readable, Transform } from "node:stream";
 import { createGunzip, createInflate } from "node:zlib";
 import type { FastifyInstance } from "fastify";
 import { payloadTooLarge, unsupportedMediaType } from "../domain/errors.ts";
 import { quoteBigIntegers } from "../ingest/otlp/decode.ts";
-import { parseJsonBody } from "./json.ts";
+import { parseJsonBody, refuseNul } from "./json.ts";
 import { otlpRoute } from "./otlp.ts";
 
 export function decodeBody(
@@ -67,8 +67,13 @@ export function bodies(app: FastifyInstance, options: { bodyLimit: number; respo
     try {
       // OTLP/JSON may write 64-bit integers as bare numbers: they are quoted first, so that
       // JSON.parse does not round them (otlp.md T11).
-      const text = otlpRoute(req) === undefined ? (body as string) : quoteBigIntegers(body as string);
-      done(null, parseJsonBody(text));
+      const otlp = otlpRoute(req) !== undefined;
+      const text = otlp ? quoteBigIntegers(body as string) : (body as string);
+      const value = parseJsonBody(text);
+      // U+0000 (decision 017). An OTLP route looks for it in the request it decodes
+      // (services/otlp.ts), so that its protobuf and JSON bodies are judged alike.
+      if (!otlp) refuseNul(text, value);
+      done(null, value);
     } catch (error) {
       done(error as Error, undefined);
     }

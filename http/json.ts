@@ -5,8 +5,11 @@
  * string has no UTF-8 form, so it could be neither stored as sent nor put into a URL), and numbers
  * beyond a double's range (JSON.parse would make them Infinity, which JSON cannot say back).
  * Keys such as `__proto__` stay plain data: JSON.parse defines them as own properties (G5).
+ * refuseNul refuses U+0000 in any string or key (decision 017), with the paths where it is.
  */
-import { ApiError } from "../domain/errors.ts";
+import { ApiError, type ErrorDetail, invalidRequest } from "../domain/errors.ts";
+import { hasNul, jsonTextHasNul, NUL_IN_KEY, NUL_IN_VALUE } from "../domain/nul.ts";
+import { childPath } from "./validation.ts";
 
 /** Deeper than any real agent payload; shallower than any recursion limit on the way. */
 export const MAX_DEPTH = 100;
@@ -101,4 +104,38 @@ export function parseJsonBody(raw: string): unknown {
   // The common case ends here; a refused body is scanned again for the message that says where.
   if (acceptable(value, 0)) return value;
   throw badRequest(scanJson(text) ?? "The request body has a value that cannot be stored as sent");
+}
+
+/** The most places a refusal of U+0000 lists; its message counts them all. */
+export const MAX_NUL_DETAILS = 20;
+
+/**
+ * Decision 017: a body with U+0000 in any string value or object key, however deep and whatever
+ * the schema says of that place, is a 400 whose details give each place (a key's own path for a
+ * key), the first MAX_NUL_DETAILS of them. The text is searched first, natively
+ * (domain/nul.ts): only a body that holds the escape is walked, for the paths.
+ */
+export function refuseNul(text: string, value: unknown): void {
+  if (!jsonTextHasNul(text)) return;
+  const details: ErrorDetail[] = [];
+  let total = 0;
+  const found = (path: string, message: string) => {
+    if (total++ < MAX_NUL_DETAILS) details.push({ path, message });
+  };
+  // The parser allowed at most MAX_DEPTH levels, so the recursion is bounded.
+  const walk = (node: unknown, path: string) => {
+    if (typeof node === "string") {
+      if (hasNul(node)) found(path, NUL_IN_VALUE);
+    } else if (Array.isArray(node)) {
+      for (let i = 0; i < node.length; i++) walk(node[i], childPath(path, i));
+    } else if (typeof node === "object" && node !== null) {
+      for (const [key, item] of Object.entries(node)) {
+        const at = childPath(path, key);
+        if (hasNul(key)) found(at, NUL_IN_KEY);
+        walk(item, at);
+      }
+    }
+  };
+  walk(value, "");
+  if (total > 0) throw invalidRequest(details, total);
 }

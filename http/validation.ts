@@ -10,15 +10,21 @@ export interface AjvError {
 
 const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
 
+/** A path one step further down, in dotted/bracket form: an array index, or an object key. */
+export function childPath(path: string, segment: string | number): string {
+  if (typeof segment === "number") return `${path}[${segment}]`;
+  if (IDENTIFIER.test(segment)) return path === "" ? segment : `${path}.${segment}`;
+  return `${path}[${JSON.stringify(segment)}]`;
+}
+
 /** A JSON pointer (`/events/3/init_timestamp`) in dotted/bracket form (`events[3].init_timestamp`). */
 export function pointerToPath(pointer: string): string {
   if (pointer === "") return "";
   let path = "";
   for (const raw of pointer.slice(1).split("/")) {
     const segment = raw.replaceAll("~1", "/").replaceAll("~0", "~");
-    if (/^(0|[1-9]\d*)$/.test(segment)) path += `[${segment}]`;
-    else if (IDENTIFIER.test(segment)) path += path === "" ? segment : `.${segment}`;
-    else path += `[${JSON.stringify(segment)}]`;
+    // A pointer does not say whether a segment of digits is an index or a key: written as an index.
+    path = /^(0|[1-9]\d*)$/.test(segment) ? `${path}[${segment}]` : childPath(path, segment);
   }
   return path;
 }

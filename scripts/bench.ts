@@ -317,7 +317,8 @@ try {
   log("\nB7: OTLP protobuf, 100 spans per request, fresh database");
   const cost = decodeCost(otlpBodies());
   log(
-    `  in-process, per span: decode ${cost.decode_us.toFixed(1)} µs + accept ${cost.accept_us.toFixed(1)} µs + map ` +
+    `  in-process, per span: decode ${cost.decode_us.toFixed(1)} µs + NUL check ${cost.nul_us.toFixed(2)} µs + ` +
+      `accept ${cost.accept_us.toFixed(1)} µs + map ` +
       `${cost.map_us.toFixed(1)} µs = ${cost.total_us.toFixed(1)} µs (pricing ${cost.price_us.toFixed(1)} µs more)`,
   );
   const spanStorage = storageLimit(

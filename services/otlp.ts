@@ -10,6 +10,7 @@ import type { OtlpClaims, SpanEventRecord } from "../domain/types.ts";
 import { decodeLogs, decodeTraces, OtlpDecodeError, readLogsJson, readTracesJson } from "../ingest/otlp/decode.ts";
 import { mapLogRecords } from "../ingest/otlp/logs.ts";
 import { mapTraces, toOtlp, traceIdToSessionId } from "../ingest/otlp/map.ts";
+import { nulInLogs, nulInTraces } from "../ingest/otlp/nul.ts";
 import type { TraceRequest } from "../ingest/otlp/types.ts";
 import { acceptSpans } from "../ingest/otlp/validate.ts";
 import type { Context } from "./context.ts";
@@ -30,12 +31,26 @@ function decoded<T>(decode: () => T, message: string): T {
   }
 }
 
+/**
+ * Decision 017: a request that holds U+0000 anywhere is a 400 naming the first place (T10), and
+ * nothing of it is stored, whichever media type it came in.
+ */
+function refuseNul(place: string | undefined) {
+  if (place === undefined) return;
+  throw new ApiError(400, {
+    error: "Bad request",
+    message: `The request has the character U+0000 (NUL) at ${place}; agentmon accepts no text that holds it, and stored nothing of this request`,
+  });
+}
+
 /** The request's traces: protobuf bytes, or OTLP/JSON already parsed (http/body.ts). */
 export function readTraces(body: unknown): TraceRequest {
-  return decoded(
+  const request = decoded(
     () => (body instanceof Uint8Array ? decodeTraces(body) : readTracesJson(body)),
     "ExportTraceServiceRequest",
   );
+  refuseNul(nulInTraces(request));
+  return request;
 }
 
 /** Spans per trace id, counted in the request as it was accepted. */
@@ -127,6 +142,7 @@ export async function exportLogs(context: Context, claims: OtlpClaims, body: unk
     () => (body instanceof Uint8Array ? decodeLogs(body) : readLogsJson(body)),
     "ExportLogsServiceRequest",
   );
+  refuseNul(nulInLogs(request));
   const writes = mapLogRecords(request, timestampFromMillis(context.now()));
   if (writes.length === 0) return {};
   const outcomes = await context.store.attachSpanRecords(claims.project_id, writes, claims.key_id);

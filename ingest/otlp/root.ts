@@ -2,6 +2,7 @@
  * A root span's claim on its session (otlp.md T13): its rank among roots, and the session fields
  * it gives.
  */
+import { jsonTextHasNul } from "../../domain/nul.ts";
 import { canonicalEndState } from "../../domain/records.ts";
 import type { EndState, JsonObject, RootCandidate } from "../../domain/types.ts";
 import { RULES } from "./conventions/index.ts";
@@ -28,12 +29,15 @@ export function normaliseEndState(value: unknown): EndState {
   );
 }
 
-/** Tags: an array, or a string holding a JSON array; another string is one tag. */
+/**
+ * Tags: an array, or a string holding a JSON array; another string is one tag, and so is a JSON
+ * text that would give U+0000 (decision 017: no tag may hold it).
+ */
 export function tagsOf(value: unknown): string[] | null {
   let list = value;
   if (typeof value === "string") {
     try {
-      list = JSON.parse(value);
+      list = jsonTextHasNul(value) ? value : JSON.parse(value);
     } catch {
       list = value;
     }

@@ -23,6 +23,7 @@ import autocannon from "autocannon";
 import { priceEvent, priceTable } from "../../domain/prices.ts";
 import { decodeTraces } from "../../ingest/otlp/decode.ts";
 import { mapTraces } from "../../ingest/otlp/map.ts";
+import { nulInTraces } from "../../ingest/otlp/nul.ts";
 import type { KeyValue, Resource, Span, TraceRequest } from "../../ingest/otlp/types.ts";
 import { acceptSpans } from "../../ingest/otlp/validate.ts";
 import { encodeTraces } from "../../test/ingest/decode.helpers.ts";
@@ -197,18 +198,21 @@ export function otlpBodies(): OtlpBodies {
 
 /**
  * The in-process cost per span of what the server does with a body before storage: decodeTraces
- * (protobuf to the canonical form), acceptSpans (T9) and mapTraces (to sessions, events and
- * agents), each timed over `rounds` bodies after as many unmeasured ones (JIT). µs per span.
+ * (protobuf to the canonical form), nulInTraces (decision 017: the request is refused if it holds
+ * U+0000), acceptSpans (T9) and mapTraces (to sessions, events and agents), each timed over
+ * `rounds` bodies after as many unmeasured ones (JIT). µs per span.
  */
 export function decodeCost(bodies: OtlpBodies, rounds = 300) {
   const prices = priceTable();
   const run = (n: number) => {
-    const totals = { decode: 0, accept: 0, map: 0, price: 0 };
+    const totals = { decode: 0, nul: 0, accept: 0, map: 0, price: 0 };
     let spans = 0;
     for (let i = 0; i < n; i++) {
       const body = bodies.next();
       const t0 = performance.now();
       const request = decodeTraces(body);
+      const tn = performance.now();
+      if (nulInTraces(request) !== undefined) throw new Error("the B7 body holds U+0000");
       const t1 = performance.now();
       const checked = acceptSpans(request);
       const t2 = performance.now();
@@ -217,7 +221,8 @@ export function decodeCost(bodies: OtlpBodies, rounds = 300) {
       // What services/otlp.ts does next, timed apart: not part of the decode cost.
       for (const write of writes) write.events = write.events.map((event) => priceEvent(event, prices) as never);
       const t4 = performance.now();
-      totals.decode += t1 - t0;
+      totals.decode += tn - t0;
+      totals.nul += t1 - tn;
       totals.accept += t2 - t1;
       totals.map += t3 - t2;
       totals.price += t4 - t3;
@@ -230,9 +235,10 @@ export function decodeCost(bodies: OtlpBodies, rounds = 300) {
   const perSpan = (ms: number) => (ms * 1000) / spans;
   return {
     decode_us: perSpan(totals.decode),
+    nul_us: perSpan(totals.nul),
     accept_us: perSpan(totals.accept),
     map_us: perSpan(totals.map),
-    total_us: perSpan(totals.decode + totals.accept + totals.map),
+    total_us: perSpan(totals.decode + totals.nul + totals.accept + totals.map),
     price_us: perSpan(totals.price),
   };
 }

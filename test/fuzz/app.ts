@@ -31,12 +31,12 @@ export const SEEDED_SESSIONS = [
   "fuzz-main",
   "fuzz-other",
   "' OR '1'='1';--",
-  "a\0b",
+  "a\u0001b", // a control character; not U+0000, which no request may hold (decision 017)
   "%_\\",
   "😀".repeat(256),
   "x".repeat(256),
 ];
-const SEEDED_EVENTS = ["ev-llm", "ev-tool", "ev-action", "ev-error", "'\";--", "\0", "🇺🇳\u202e"];
+const SEEDED_EVENTS = ["ev-llm", "ev-tool", "ev-action", "ev-error", "'\";--", "\u0001", "🇺🇳\u202e"];
 
 /** Opens a session holding the seeded events and agent; answers its JWT. */
 async function seededSession(api: TestApp, id: string): Promise<string> {

@@ -27,7 +27,23 @@ function stringSites(value: unknown, path: Segment[] = [], out: { path: Segment[
   return out;
 }
 
-/** Changes any body can take that the JSON reader refuses: a lone surrogate, nesting past 100 levels. */
+type Site = { path: Segment[]; key?: string };
+
+/** The body with `added` put at a site: at the end of the string there, or of the key named. */
+function withAt(body: Body, site: Site, added: string): unknown {
+  if (site.key === undefined) {
+    const text = site.path.reduce((at: any, k) => own(at, String(k)) ?? at[k], body) as string;
+    return setAt(body, site.path, `${text}${added}`);
+  }
+  const holder = site.path.reduce((at: any, k) => at[k], clone(body));
+  const renamed = objectOf(Object.keys(holder).map((k) => [k === site.key ? `${k}${added}` : k, own(holder, k)]));
+  return setAt(body, site.path, renamed);
+}
+
+/**
+ * Changes any body can take that the JSON reader refuses: a lone surrogate, nesting past 100
+ * levels, U+0000 (decision 017: a 400 naming the place, the key's own path for a key).
+ */
 function universalBreaks(body: Body): Break[] {
   const sites = stringSites(body);
   const surrogate = pickFrom("\ud800", "\udfff", "\udbff", "\udc00x", "a\ud83d");
@@ -39,20 +55,24 @@ function universalBreaks(body: Body): Break[] {
     },
   ];
   if (sites.length > 0) {
+    const site = fc.noBias(fc.nat(sites.length - 1)).map((i) => sites[i] as Site);
     bad.push({
       what: "a lone UTF-16 surrogate in a string or key",
       expect: { status: 400, error: "Bad request" },
-      body: fc.tuple(fc.noBias(fc.nat(sites.length - 1)), surrogate).map(([i, lone]) => {
-        const site = sites[i] as { path: Segment[]; key?: string };
-        if (site.key === undefined) {
-          const text = site.path.reduce((at: any, k) => own(at, String(k)) ?? at[k], body) as string;
-          return setAt(body, site.path, `${text}${lone}`);
-        }
-        const holder = site.path.reduce((at: any, k) => at[k], clone(body));
-        const renamed = objectOf(Object.keys(holder).map((k) => [k === site.key ? `${k}${lone}` : k, own(holder, k)]));
-        return setAt(body, site.path, renamed);
-      }),
+      body: fc.tuple(site, surrogate).map(([at, lone]) => withAt(body, at, lone)),
     });
+    // One kind, drawn as a group: each site and text is a change of its own, with its own path.
+    for (const at of sites) {
+      for (const added of ["\0", "a\0b", "\0\0"]) {
+        const path = pathText(at.key === undefined ? at.path : [...at.path, `${at.key}${added}`]);
+        bad.push({
+          what: `U+0000 in ${at.key === undefined ? "the string" : "the key"} at ${path || "the root"}`,
+          kind: "U+0000 in a string or key",
+          expect: { status: 400, error: "Invalid request", path },
+          body: fc.constant(added).map((text) => withAt(body, at, text)), // made only when drawn
+        });
+      }
+    }
   }
   return bad;
 }

@@ -3,8 +3,14 @@ import type { Test } from "tap";
 import type { EventRecord, JsonObject, NewSession, SessionTotals } from "../../../domain/types.ts";
 import { iso, newEvent, newSession as sessionRecord, US0 } from "../records.ts";
 
-/** SQL and LIKE metacharacters, quotes, a backslash, NUL, emoji (a ZWJ sequence, a flag), accents. */
-export const NASTY = "'; DROP TABLE sessions; -- \" \\ % _ [x] \u0000 nul 🧪👩‍💻🇺🇳 Ünïcödé";
+/**
+ * SQL and LIKE metacharacters, quotes, a backslash, a control character, the six characters
+ * `\u0000` (a backslash and text: what a JSON body writes as `"\\u0000"`), emoji (a ZWJ sequence,
+ * a flag), accents. No U+0000 itself: PostgreSQL cannot store it, so the HTTP edge refuses any
+ * request that holds one (decision 017) and no adapter is ever given one; the contract does not
+ * ask for it.
+ */
+export const NASTY = "'; DROP TABLE sessions; -- \" \\ % _ [x] \u0001 \\u0000 nul 🧪👩‍💻🇺🇳 Ünïcödé";
 
 /** An object with a `__proto__` key (as JSON.parse makes it: data, not a prototype), nested nulls, odd numbers. */
 export const nasty = (): JsonObject =>
