@@ -73,7 +73,7 @@ const SETTINGS = {
   inflightBytes: {
     env: "AGENTMON_INFLIGHT_BYTES",
     flag: "inflight-bytes",
-    fallback: "192MiB",
+    fallback: "128MiB",
     read: (v: string) => readSize(v, "AGENTMON_INFLIGHT_BYTES"),
   },
   maxEvents: {

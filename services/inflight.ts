@@ -10,7 +10,7 @@
  * measured resident bytes per byte of body in flight times this, stays under 512 MB
  * (docs/decisions/019-inflight-memory.md).
  */
-export const DEFAULT_INFLIGHT_BYTES = 192 * 1024 * 1024;
+export const DEFAULT_INFLIGHT_BYTES = 128 * 1024 * 1024;
 
 /** One request body's share of the budget; released once, however many times release() is called. */
 export interface Hold {

@@ -8,7 +8,7 @@
  * budget, every call 200 or 503, every 200's events all stored, every 503's none, /healthz
  * answering throughout.
  */
-import { request as httpRequest, type IncomingHttpHeaders } from "node:http";
+import { Agent, request as httpRequest, type IncomingHttpHeaders } from "node:http";
 import { connect, type Socket } from "node:net";
 import { gzipSync } from "node:zlib";
 import t, { type Test } from "tap";
@@ -26,7 +26,15 @@ interface Answer {
   body: string;
 }
 
-/** One request on a connection of its own; the body whole (with its length), or in chunks (chunked). */
+/**
+ * Keep-alive connections, as SDK clients use: a refusal sent while the body is still being sent
+ * leaves the connection open as the server drops the rest (with `Connection: close` Node would
+ * close it under the client, which may then see a reset instead of the 503).
+ */
+const agent = new Agent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY });
+t.teardown(() => agent.destroy());
+
+/** One request; the body whole (with its length), or chunked when the headers say so. */
 function send(
   port: number,
   method: string,
@@ -35,7 +43,7 @@ function send(
   body?: Buffer | string,
 ): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: "127.0.0.1", port, method, path, headers, agent: false }, (res) => {
+    const req = httpRequest({ host: "127.0.0.1", port, method, path, headers, agent }, (res) => {
       let text = "";
       res.setEncoding("utf8");
       res.on("data", (chunk: string) => {
@@ -203,7 +211,7 @@ t.test("a chunked body is counted as it arrives and refused the moment it would 
         method: "POST",
         path: "/v2/create_events",
         headers: { ...bearer(jwt), "transfer-encoding": "chunked" },
-        agent: false,
+        agent,
       },
       (res) => {
         let text = "";
