@@ -71,6 +71,9 @@ function send(url: string, method: string, headers: Record<string, string | numb
     req.on("error", (error) => {
       if (!answered) reject(error);
     });
+    // A server that answered early and then reset the connection while the body was still being
+    // written makes the socket emit an error after the request has let go of it (seen once).
+    req.on("socket", (socket) => socket.on("error", () => {}));
     req.end(body);
   });
 }

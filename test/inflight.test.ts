@@ -52,6 +52,7 @@ function send(
       res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
     });
     req.on("error", reject);
+    req.on("socket", (socket) => socket.on("error", () => {}));
     req.end(body);
   });
 }
