@@ -13,6 +13,7 @@ import { credentials } from "./http/auth.ts";
 import { bodies } from "./http/body.ts";
 import { docs } from "./http/docs.ts";
 import { clientError, errorAnswers, sendError, toApiError } from "./http/errors.ts";
+import { holdWhileHandling } from "./http/inflight.ts";
 import { backpressure, timeouts } from "./http/limits.ts";
 import { requestMetrics } from "./http/metrics.ts";
 import { otlpRoutes } from "./http/otlp.ts";
@@ -21,6 +22,7 @@ import type { RequestLimits } from "./http/ratelimit.ts";
 import { routesOf, type Spec } from "./http/routes.ts";
 import { schemaOptions, validateEveryBody } from "./http/schemas.ts";
 import { loadSpec } from "./lib/spec.ts";
+import { DEFAULT_INFLIGHT_BYTES, InflightBytes } from "./services/inflight.ts";
 import { Metrics } from "./services/metrics.ts";
 
 export { SPEC_PATH } from "./lib/spec.ts";
@@ -36,6 +38,11 @@ export interface AppOptions {
   bodyLimit?: number;
   /** Body limit of the OTLP endpoints, before and after decompression (otlp.md T2); default 16 MiB. */
   otlpBodyLimit?: number;
+  /**
+   * The ceiling on memory: bytes of request bodies read or held in flight, past which new bodies
+   * get 503 (docs/decisions/019-inflight-memory.md); default DEFAULT_INFLIGHT_BYTES.
+   */
+  inflightBytes?: number;
   /** Most events in one create_events call (E1). */
   maxEvents?: number;
   /** Failed API-key checks allowed per address and window (4.6). */
@@ -69,6 +76,8 @@ export interface AppOptions {
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const { store, now = Date.now, bodyLimit = 5 * MIB } = options;
   const metrics = options.metrics ?? new Metrics(() => store.stats());
+  const inflight = new InflightBytes(options.inflightBytes ?? DEFAULT_INFLIGHT_BYTES);
+  metrics.observeInflight(inflight);
   const { text: specText, spec: served } = loadSpec<Spec>();
   // E1: the maximum batch is configurable; the served document (L3, and /docs) keeps saying the default.
   const spec = options.maxEvents === undefined ? served : structuredClone(served);
@@ -96,7 +105,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   requestMetrics(app, { metrics, token: options.metricsToken, routes });
   app.addHook("preValidation", normaliseQuery);
   otlpRoutes(app, options.otlpBodyLimit ?? 16 * MIB);
-  bodies(app, { bodyLimit, responseMediaTypes: routes.responseMediaTypes });
+  bodies(app, { bodyLimit, responseMediaTypes: routes.responseMediaTypes, inflight });
+  holdWhileHandling(app);
   errorAnswers(app, { bodyLimit, routes, review: credentialChecks.review });
 
   const base = options.publicUrl ?? "http://127.0.0.1:3000";

@@ -23,6 +23,8 @@ export interface Config {
   bodyLimit: number;
   /** The OTLP endpoints' body limit, before and after decompression (otlp.md T2). */
   otlpBodyLimit: number;
+  /** Bytes of request bodies read or held in flight, past which new bodies get 503 (decision 019). */
+  inflightBytes: number;
   maxEvents: number;
   authFailLimit: number;
   authFailWindowSeconds: number;
@@ -67,6 +69,12 @@ const SETTINGS = {
     flag: "otlp-body-limit",
     fallback: "16MiB",
     read: (v: string) => readSize(v, "AGENTMON_OTLP_BODY_LIMIT"),
+  },
+  inflightBytes: {
+    env: "AGENTMON_INFLIGHT_BYTES",
+    flag: "inflight-bytes",
+    fallback: "128MiB",
+    read: (v: string) => readSize(v, "AGENTMON_INFLIGHT_BYTES"),
   },
   maxEvents: {
     env: "AGENTMON_MAX_EVENTS",
@@ -190,7 +198,19 @@ function readRedisUrl(value: string): string {
   return value.trim();
 }
 
-const UNITS: Record<string, number> = { "": 1, b: 1, k: 1024, kb: 1000, kib: 1024, m: MIB, mb: 1e6, mib: MIB };
+const UNITS: Record<string, number> = {
+  "": 1,
+  b: 1,
+  k: 1024,
+  kb: 1000,
+  kib: 1024,
+  m: MIB,
+  mb: 1e6,
+  mib: MIB,
+  g: 1024 * MIB,
+  gb: 1e9,
+  gib: 1024 * MIB,
+};
 
 export function readSize(value: string, name = "AGENTMON_BODY_LIMIT"): number {
   const m = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(value);
@@ -262,7 +282,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string 
 
 export const USAGE = `Usage:
   agentmon serve [--port N] [--host H] [--db PATH | --database-url URL] [--api-key UUID] [--public-url URL]
-                 [--jwt-secret S] [--body-limit SIZE] [--otlp-body-limit SIZE]
+                 [--jwt-secret S] [--body-limit SIZE] [--otlp-body-limit SIZE] [--inflight-bytes SIZE]
                  [--max-events N] [--log-level L]
                  [--auth-fail-limit N] [--auth-fail-window SECONDS] [--trust-proxy T]
                  [--request-timeout SECONDS] [--keepalive-timeout SECONDS]
@@ -279,7 +299,7 @@ export const USAGE = `Usage:
 --db and --database-url apply to keys and prices too.
 Each serve flag has an environment variable: PORT, HOST, AGENTMON_DB, AGENTMON_DATABASE_URL, AGENTMON_API_KEY,
 AGENTMON_PUBLIC_URL, AGENTMON_JWT_SECRET, AGENTMON_BODY_LIMIT, AGENTMON_OTLP_BODY_LIMIT,
-AGENTMON_MAX_EVENTS,
+AGENTMON_INFLIGHT_BYTES, AGENTMON_MAX_EVENTS,
 AGENTMON_LOG_LEVEL, AGENTMON_AUTH_FAIL_LIMIT, AGENTMON_AUTH_FAIL_WINDOW, AGENTMON_TRUST_PROXY,
 AGENTMON_REQUEST_TIMEOUT, AGENTMON_KEEPALIVE_TIMEOUT, AGENTMON_MAX_EVENT_LOOP_DELAY,
 AGENTMON_RATE_LIMIT, AGENTMON_PRICES, AGENTMON_SYNCHRONOUS, AGENTMON_METRICS_TOKEN,

@@ -40,6 +40,7 @@ async function ensureConfiguredKey(store: Store, key: string): Promise<void> {
 const appOptions = (config: Config) => ({
   bodyLimit: config.bodyLimit,
   otlpBodyLimit: config.otlpBodyLimit,
+  inflightBytes: config.inflightBytes,
   maxEvents: config.maxEvents,
   authFailLimit: config.authFailLimit,
   authFailWindowMs: config.authFailWindowSeconds * 1000,

@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 542b68f354b1a2f392378d6ba1e23b2e8648735438a1ce43723575adba3434a2. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 88fcf69d96a94b4a8eb8212245a4f1db7fe23588ae4b56676e9a574a0d3a613f. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -745,7 +745,10 @@ export interface paths {
          *     - `agentmon_requests_rejected_total` by `reason`: `unauthorized` (401),
          *       `payload_too_large` (413), `too_many_requests` (429), `unavailable` (503 while shutting
          *       down or overloaded), `storage_busy`, `storage_full`, `storage_unavailable`,
-         *       `storage_behind`, `storage_schema` (503 for that storage fault, O2 and O4);
+         *       `storage_behind`, `storage_schema` (503 for that storage fault, O2 and O4),
+         *       `inflight_bytes` (503 of the memory ceiling, O5);
+         *     - `agentmon_inflight_bytes`, the bytes of request bodies read or held in flight, and
+         *       `agentmon_inflight_limit_bytes`, their budget (O5);
          *     - `agentmon_ingested_total` by `kind`: `sessions` created (by create_session or by an
          *       OTLP trace), `events` sent in create_events
          *       calls that succeeded (a retried event counts again), OTLP `spans` and GenAI
@@ -1638,7 +1641,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The server is shutting down, overloaded (O2) or its storage is unavailable (O4). Nothing was stored; retry after `Retry-After` seconds. */
+        /** @description The server is shutting down, overloaded (O2), holding as many request bodies as its memory budget allows (O5, operations that take a body) or its storage is unavailable (O4). Nothing was stored; retry after `Retry-After` seconds. */
         ServiceUnavailable: {
             headers: {
                 "Retry-After": components["headers"]["RetryAfter"];
@@ -1767,7 +1770,7 @@ export interface components {
                 "application/x-protobuf": string;
             };
         };
-        /** @description Shutting down, overloaded (O2) or storage unavailable (O4); nothing was stored. Retry after `Retry-After` seconds. */
+        /** @description Shutting down, overloaded (O2), over the memory budget for request bodies (O5) or storage unavailable (O4); nothing was stored. Retry after `Retry-After` seconds. */
         OtlpUnavailable: {
             headers: {
                 "Retry-After": components["headers"]["RetryAfter"];

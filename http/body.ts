@@ -1,48 +1,103 @@
 /**
- * Request bodies: decoded, limited, parsed. They may come gzip- or deflate-encoded (contract G4).
- * The body limit counts the decoded bytes, and decoding stops the moment the limit is passed, so
- * a gzip bomb costs at most one limit's worth of work before its 413. Only JSON bodies are read
- * (http/json.ts), and refused when they hold U+0000 (decision 017).
+ * Request bodies: decoded, limited, metered, parsed. They may come gzip- or deflate-encoded
+ * (contract G4). The body limit counts the decoded bytes, and decoding stops the moment the limit
+ * is passed, so a gzip bomb costs at most one limit's worth of work before its 413. The memory
+ * ceiling (http/inflight.ts) holds a declared Content-Length before the body is read, and counts
+ * a body without one, and the inflated bytes of an encoded one, as they arrive. Only JSON bodies
+ * are read (http/json.ts), and protobuf on the OTLP routes; JSON bodies holding U+0000 are
+ * refused (decision 017).
  */
-import { pipeline, type Readable, Transform } from "node:stream";
+import { PassThrough, pipeline, type Readable, Transform } from "node:stream";
 import { createGunzip, createInflate } from "node:zlib";
 import type { FastifyInstance } from "fastify";
 import { payloadTooLarge, unsupportedMediaType } from "../domain/errors.ts";
 import { quoteBigIntegers } from "../ingest/otlp/decode.ts";
+import type { InflightBytes } from "../services/inflight.ts";
+import { type Meter, meterBody } from "./inflight.ts";
 import { parseJsonBody, refuseNul } from "./json.ts";
 import { otlpRoute } from "./otlp.ts";
 
-export function decodeBody(
-  encoding: string | undefined,
-  payload: Readable,
-  limit: number,
-): Readable & { receivedEncodedLength?: number } {
+type Decoder = ReturnType<typeof createGunzip> | ReturnType<typeof createInflate>;
+
+/** The decoder of a Content-Encoding (undefined: identity); a 415 for a coding not supported. */
+export function decoderFor(encoding: string | undefined): (() => Decoder) | undefined {
   // A list of codings is applied in order; identity is no coding at all.
   const codings = (encoding ?? "")
     .toLowerCase()
     .split(",")
     .map((coding) => coding.trim())
     .filter((coding) => coding !== "" && coding !== "identity");
-  if (codings.length === 0) return payload;
+  if (codings.length === 0) return undefined;
   const name = codings.join(", ");
-  const decoder =
-    name === "gzip" || name === "x-gzip" ? createGunzip() : name === "deflate" ? createInflate() : undefined;
+  if (name === "gzip" || name === "x-gzip") return createGunzip;
+  if (name === "deflate") return createInflate;
+  throw unsupportedMediaType(`Content-Encoding "${name}" is not supported; send the body plain, gzip or deflate`);
+}
+
+/**
+ * The request's bytes as a stream of their own, each chunk let through by `admit` (or refused
+ * with its error). Ending this stream early (a refusal, a 413 while inflating) leaves the request
+ * itself alone: its remaining bytes are read and dropped, so that the answer reaches the client
+ * and the connection stays usable, instead of the socket being destroyed under it.
+ */
+function guarded(source: Readable, admit: (chunk: Buffer) => Error | undefined): PassThrough {
+  const out = new PassThrough();
+  let open = true;
+  const drop = () => {
+    open = false;
+    source.resume();
+  };
+  out.once("close", drop);
+  source.on("data", (chunk: Buffer) => {
+    if (!open) return;
+    const refused = admit(chunk);
+    if (refused !== undefined) {
+      open = false;
+      out.destroy(refused);
+    } else if (!out.write(chunk)) {
+      source.pause();
+      out.once("drain", () => source.resume());
+    }
+  });
+  source.once("end", () => {
+    if (open) out.end();
+  });
+  source.once("error", (error) => {
+    if (open) out.destroy(error);
+  });
+  source.once("close", () => {
+    if (open && !source.readableEnded) out.destroy(Object.assign(new Error("aborted"), { code: "ECONNRESET" }));
+  });
+  return out;
+}
+
+export function decodeBody(
+  decoder: (() => Decoder) | undefined,
+  payload: Readable,
+  limit: number,
+  meter?: Meter,
+): Readable & { receivedEncodedLength?: number } {
+  // Bytes as they arrive count only when no Content-Length was held for them.
+  const growRaw = meter !== undefined && !meter.declared;
   if (decoder === undefined) {
-    throw unsupportedMediaType(`Content-Encoding "${name}" is not supported; send the body plain, gzip or deflate`);
+    if (!growRaw) return payload;
+    return guarded(payload, (chunk) => (meter.hold.grow(chunk.length) ? undefined : meter.refusal()));
   }
   let decoded = 0;
   const counter: Transform & { receivedEncodedLength?: number } = new Transform({
     transform(chunk: Buffer, _encoding, done) {
       decoded += chunk.length;
       if (decoded > limit) done(payloadTooLarge(limit));
+      else if (meter !== undefined && !meter.hold.grow(chunk.length)) done(meter.refusal());
       else done(null, chunk);
     },
   });
   counter.receivedEncodedLength = 0;
-  payload.on("data", (chunk: Buffer) => {
+  const source = guarded(payload, (chunk) => {
     counter.receivedEncodedLength = (counter.receivedEncodedLength ?? 0) + chunk.length;
+    return growRaw && !meter.hold.grow(chunk.length) ? meter.refusal() : undefined;
   });
-  pipeline(payload, decoder, counter, () => {});
+  pipeline(source, decoder(), counter, () => {});
   return counter;
 }
 
@@ -53,14 +108,20 @@ export function decodeBody(
  * are response types (YAML, the web UI's HTML, JS, CSS, SVG); naming them keeps glue from
  * warning at start-up, and a body of one of them gets the same 415 as any other non-JSON body.
  */
-export function bodies(app: FastifyInstance, options: { bodyLimit: number; responseMediaTypes: Set<string> }) {
-  const { bodyLimit } = options;
-  app.addHook("preParsing", async (req, _reply, payload) => {
+export function bodies(
+  app: FastifyInstance,
+  options: { bodyLimit: number; responseMediaTypes: Set<string>; inflight?: InflightBytes | undefined },
+) {
+  const { bodyLimit, inflight } = options;
+  app.addHook("preParsing", async (req, reply, payload) => {
     // An OTLP route has a limit of its own (http/otlp.ts); the others, the app's.
     const limit = req.routeOptions.bodyLimit ?? bodyLimit;
     // G3: 413 outranks 415, so a declared oversize body is refused before its type is looked at.
     if (Number(req.headers["content-length"]) > limit) throw payloadTooLarge(limit);
-    return decodeBody(req.headers["content-encoding"], payload, limit);
+    const decoder = decoderFor(req.headers["content-encoding"]);
+    // Then the memory ceiling: a body that does not fit is refused before it is read (503).
+    const meter = inflight === undefined ? undefined : meterBody(inflight, req, reply);
+    return decodeBody(decoder, payload, limit, meter);
   });
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("application/json", { parseAs: "string" }, (req, body, done) => {

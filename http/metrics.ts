@@ -11,9 +11,10 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { SchemaMismatch, StorageFault } from "../db/errors.ts";
 import { ApiError, notFound } from "../domain/errors.ts";
 import { METRICS_CONTENT_TYPE, type Metrics, type Rejection } from "../services/metrics.ts";
+import { InflightRefusal } from "./inflight.ts";
 import type { Routes } from "./routes.ts";
 
-/** The refusals counted, by status; a 503 of a storage fault says which fault instead. */
+/** The refusals counted, by status; a 503 of a storage fault (or of the memory ceiling) says which instead. */
 const REFUSED: Record<number, Rejection> = {
   401: "unauthorized",
   413: "payload_too_large",
@@ -24,6 +25,7 @@ const REFUSED: Record<number, Rejection> = {
 function storageFault(error: unknown): Rejection | undefined {
   if (error instanceof StorageFault) return `storage_${error.kind}`;
   if (error instanceof SchemaMismatch) return "storage_schema";
+  if (error instanceof InflightRefusal) return "inflight_bytes";
   return undefined;
 }
 

@@ -20,6 +20,7 @@ import type { Metric, Registry } from "prom-client";
 import type { StorageStats } from "../db/store.ts";
 import { Histogram, type HistogramSnapshot } from "../lib/histogram.ts";
 import type { IngestCounts, Ingested } from "./context.ts";
+import type { InflightBytes } from "./inflight.ts";
 
 /** The media type of the answer: Prometheus's text format 0.0.4 (prom-client's PROMETHEUS_CONTENT_TYPE). */
 export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
@@ -34,7 +35,8 @@ export type Rejection =
   | "storage_full"
   | "storage_unavailable"
   | "storage_behind"
-  | "storage_schema";
+  | "storage_schema"
+  | "inflight_bytes";
 const REJECTIONS: Rejection[] = [
   "unauthorized",
   "payload_too_large",
@@ -45,6 +47,7 @@ const REJECTIONS: Rejection[] = [
   "storage_unavailable",
   "storage_behind",
   "storage_schema",
+  "inflight_bytes",
 ];
 const INGESTED: Ingested[] = ["sessions", "events", "spans", "log_records"];
 const REJECTED_ITEMS = ["spans", "log_records"] as const;
@@ -152,6 +155,8 @@ export class Metrics implements IngestCounts {
   readonly #refused = new Counts(REJECTIONS);
   readonly #ingested = new Counts(INGESTED);
   readonly #rejectedItems = new Counts(REJECTED_ITEMS);
+  /** The ceiling on memory, once an app has one (services/inflight.ts). */
+  #inflight: Pick<InflightBytes, "bytes" | "limit"> | undefined;
 
   /** `storageStats`: the store's figures (Store.stats()), asked for at each scrape. */
   constructor(storageStats: () => Promise<StorageStats>) {
@@ -162,6 +167,11 @@ export class Metrics implements IngestCounts {
   request(operation: string, status: number, seconds: number, rejection?: Rejection) {
     this.#requests.observe(operation, status, seconds);
     if (rejection !== undefined) this.#refused.add(rejection, 1);
+  }
+
+  /** Shows the bytes of request bodies in flight and their budget. */
+  observeInflight(inflight: Pick<InflightBytes, "bytes" | "limit">) {
+    this.#inflight = inflight;
   }
 
   ingested(kind: Ingested, n: number) {
@@ -232,7 +242,7 @@ export class Metrics implements IngestCounts {
       },
       {
         name: "agentmon_requests_rejected_total",
-        help: "Requests refused: unauthorized (401), payload_too_large (413), too_many_requests (429), unavailable (503: shutting down or overloaded), storage_<fault> (503: that storage fault)",
+        help: "Requests refused: unauthorized (401), payload_too_large (413), too_many_requests (429), unavailable (503: shutting down or overloaded), storage_<fault> (503: that storage fault), inflight_bytes (503: the body would pass AGENTMON_INFLIGHT_BYTES)",
         type: "counter",
         samples: () => this.#refused.samples("reason"),
       },
@@ -247,6 +257,18 @@ export class Metrics implements IngestCounts {
         help: "OTLP spans and log records refused one by one inside a partial success (the request itself succeeded)",
         type: "counter",
         samples: () => this.#rejectedItems.samples("kind"),
+      },
+      {
+        name: "agentmon_inflight_bytes",
+        help: "Bytes of request bodies being read or held until their answer is sent (raw, and inflated for gzip/deflate bodies)",
+        type: "gauge",
+        samples: () => one(this.#inflight?.bytes),
+      },
+      {
+        name: "agentmon_inflight_limit_bytes",
+        help: "AGENTMON_INFLIGHT_BYTES: past it new request bodies get 503 (reason inflight_bytes)",
+        type: "gauge",
+        samples: () => one(this.#inflight?.limit),
       },
       {
         name: "agentmon_storage_up",
