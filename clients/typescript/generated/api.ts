@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 a705a1b46d4c8b68d98cfae8cc96699bfc5aae5a46033e36b17eddf99e9eed6c. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 990d4c7ccfd2e6789e9c4cd4df19fc5b599b78d34942e2d6288485bfc6af6bbd. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -1553,6 +1553,21 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The API key is valid but lacks the scope this operation needs (4.7); nothing was read or written. */
+        MissingScope: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "Forbidden",
+                 *       "message": "This API key has scope read; this operation needs ingest"
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description An unknown session, event or route. */
         NotFound: {
             headers: {
@@ -1696,6 +1711,22 @@ export interface components {
                  * @example {
                  *       "code": 16,
                  *       "message": "Please check your API key and try again"
+                 *     }
+                 */
+                "application/json": components["schemas"]["RpcStatus"];
+                "application/x-protobuf": string;
+            };
+        };
+        /** @description The API key is valid but lacks the scope `ingest` (4.7); nothing was stored. Do not retry. */
+        OtlpPermissionDenied: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": 7,
+                 *       "message": "This API key has scope read; this operation needs ingest"
                  *     }
                  */
                 "application/json": components["schemas"]["RpcStatus"];
@@ -1860,6 +1891,7 @@ export interface operations {
             200: components["responses"]["SessionCreated"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1884,6 +1916,7 @@ export interface operations {
             200: components["responses"]["SessionCreated"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2167,6 +2200,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
             404: components["responses"]["SessionNotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2210,6 +2244,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2342,6 +2377,7 @@ export interface operations {
             };
             400: components["responses"]["InvalidQuery"];
             401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -2415,6 +2451,7 @@ export interface operations {
             };
             400: components["responses"]["InvalidQuery"];
             401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
             404: components["responses"]["SessionNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -2452,6 +2489,7 @@ export interface operations {
             };
             400: components["responses"]["InvalidQuery"];
             401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
             404: components["responses"]["SessionNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -2550,6 +2588,7 @@ export interface operations {
             };
             400: components["responses"]["InvalidQuery"];
             401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
             404: components["responses"]["SessionNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -2606,6 +2645,7 @@ export interface operations {
             };
             400: components["responses"]["InvalidQuery"];
             401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
             404: components["responses"]["SessionNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -2686,6 +2726,7 @@ export interface operations {
             };
             400: components["responses"]["InvalidQuery"];
             401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
             404: components["responses"]["SessionNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -2704,6 +2745,7 @@ export interface operations {
             200: components["responses"]["OtlpTracesAccepted"];
             400: components["responses"]["OtlpBadRequest"];
             401: components["responses"]["OtlpUnauthenticated"];
+            403: components["responses"]["OtlpPermissionDenied"];
             413: components["responses"]["OtlpPayloadTooLarge"];
             415: components["responses"]["OtlpUnsupportedMediaType"];
             429: components["responses"]["OtlpTooManyRequests"];
@@ -2723,6 +2765,7 @@ export interface operations {
             200: components["responses"]["OtlpTracesAccepted"];
             400: components["responses"]["OtlpBadRequest"];
             401: components["responses"]["OtlpUnauthenticated"];
+            403: components["responses"]["OtlpPermissionDenied"];
             413: components["responses"]["OtlpPayloadTooLarge"];
             415: components["responses"]["OtlpUnsupportedMediaType"];
             429: components["responses"]["OtlpTooManyRequests"];
@@ -2757,6 +2800,7 @@ export interface operations {
             };
             400: components["responses"]["OtlpBadRequest"];
             401: components["responses"]["OtlpUnauthenticated"];
+            403: components["responses"]["OtlpPermissionDenied"];
             413: components["responses"]["OtlpPayloadTooLarge"];
             415: components["responses"]["OtlpUnsupportedMediaType"];
             429: components["responses"]["OtlpTooManyRequests"];
@@ -2791,6 +2835,7 @@ export interface operations {
             };
             400: components["responses"]["OtlpBadRequest"];
             401: components["responses"]["OtlpUnauthenticated"];
+            403: components["responses"]["OtlpPermissionDenied"];
             413: components["responses"]["OtlpPayloadTooLarge"];
             415: components["responses"]["OtlpUnsupportedMediaType"];
             429: components["responses"]["OtlpTooManyRequests"];
@@ -2822,6 +2867,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -2856,6 +2902,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2890,6 +2937,7 @@ export interface operations {
             };
             400: components["responses"]["InvalidQuery"];
             401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
             404: components["responses"]["SessionNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
