@@ -21,6 +21,7 @@ import { normaliseQuery } from "./http/parameters.ts";
 import type { RequestLimits } from "./http/ratelimit.ts";
 import { routesOf, type Spec } from "./http/routes.ts";
 import { schemaOptions, validateEveryBody } from "./http/schemas.ts";
+import { refusingDeps, scopedHandlers } from "./http/scopes.ts";
 import { loadSpec } from "./lib/spec.ts";
 import { DEFAULT_INFLIGHT_BYTES, InflightBytes } from "./services/inflight.ts";
 import { Metrics } from "./services/metrics.ts";
@@ -110,7 +111,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   errorAnswers(app, { bodyLimit, routes, review: credentialChecks.review });
 
   const base = options.publicUrl ?? "http://127.0.0.1:3000";
-  const handlers = createHandlers({
+  const deps = {
     store,
     now,
     prices: options.prices ?? priceTable(),
@@ -122,7 +123,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     pressure,
     counts: metrics,
     metrics,
-  });
+  };
+  // 4.7: an operation's handler runs only for a credential with its scope (http/scopes.ts).
+  const handlers = scopedHandlers(createHandlers(deps), createHandlers(refusingDeps(deps)), routes);
   await app.register(openapiGlue, { specification: spec, serviceHandlers: handlers });
   await docs(app, served as unknown as Record<string, unknown>);
   app.addHook("onClose", async () => store.close());

@@ -289,8 +289,11 @@ export const USAGE = `Usage:
                  [--max-event-loop-delay MS] [--rate-limit PER_MINUTE] [--prices FILE]
                  [--synchronous normal|full] [--metrics-token T] [--metrics-port N]
                  [--redis-url URL]
-  agentmon keys create [--project NAME]   create an API key; it is printed once
-  agentmon keys list                      list keys (prefixes only)
+  agentmon keys create [--project NAME] [--scope ingest,read,admin]
+                                          create an API key; it is printed once. Scopes (4.7):
+                                          ingest (write API, OTLP), read (read API, web UI),
+                                          admin (delete); default: all three
+  agentmon keys list                      list keys (prefixes, projects, scopes)
   agentmon keys revoke <key-or-prefix>    revoke a key at once
   agentmon prices check                   models of stored llm events that have no price
   agentmon prices import FILE             check a price table and keep it in the database;
@@ -306,7 +309,10 @@ AGENTMON_RATE_LIMIT, AGENTMON_PRICES, AGENTMON_SYNCHRONOUS, AGENTMON_METRICS_TOK
 AGENTMON_METRICS_PORT, AGENTMON_REDIS_URL.`;
 
 export const FLAG_OPTIONS = Object.fromEntries(
-  [...Object.values(SETTINGS).map((s) => s.flag), "project"].map((flag) => [flag, { type: "string" as const }]),
+  [...Object.values(SETTINGS).map((s) => s.flag), "project", "scope"].map((flag) => [
+    flag,
+    { type: "string" as const },
+  ]),
 );
 
 /** Where the commands write: the console, or what a test collects. */

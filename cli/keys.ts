@@ -1,20 +1,33 @@
 /** `agentmon keys create|list|revoke`: API keys, on one short-lived connection in this thread. */
 import type { Store } from "../db/store.ts";
-import { hashApiKey, isApiKeyShape, keyPrefix } from "../domain/keys.ts";
-import type { ApiKeyRecord } from "../domain/types.ts";
+import { hashApiKey, isApiKeyShape, keyPrefix, readScopes, SCOPES } from "../domain/keys.ts";
+import type { ApiKeyRecord, Scope } from "../domain/types.ts";
 import { type Config, ConfigError, DEFAULT_PROJECT, type Output, USAGE } from "./config.ts";
 import { openCommandStore } from "./storage.ts";
 
 const now = () => new Date().toISOString();
 
-/** Creates a key in a project; answers the key itself, which is never stored. */
-export async function createKey(store: Store, project: string, key: string = crypto.randomUUID()) {
-  const record = await store.createApiKey(hashApiKey(key), keyPrefix(key), project, now());
+/** Creates a key in a project, with these scopes (4.7); answers the key itself, which is never stored. */
+export async function createKey(
+  store: Store,
+  project: string,
+  key: string = crypto.randomUUID(),
+  scopes: readonly Scope[] = SCOPES,
+) {
+  const record = await store.createApiKey(hashApiKey(key), keyPrefix(key), project, now(), scopes);
   return { key, record };
 }
 
 const describeKey = (k: ApiKeyRecord) =>
-  `${k.prefix}…  ${k.project_name}  created ${k.created_at}${k.revoked_at ? `  REVOKED ${k.revoked_at}` : ""}`;
+  `${k.prefix}…  ${k.project_name}  ${k.scopes.join(",")}  created ${k.created_at}${k.revoked_at ? `  REVOKED ${k.revoked_at}` : ""}`;
+
+/** `--scope ingest,read`: the scopes, checked before anything is opened; all three when not given. */
+function scopesFlag(given: string | undefined): Scope[] {
+  if (given === undefined) return [...SCOPES];
+  const read = readScopes(given);
+  if ("error" in read) throw new ConfigError(`--scope: ${read.error}`);
+  return read.scopes;
+}
 
 export async function keys(
   sub: string | undefined,
@@ -23,14 +36,18 @@ export async function keys(
   config: Config,
   io: Output,
 ) {
+  if (flags.scope !== undefined && sub !== "create") throw new ConfigError(`--scope is a flag of keys create only`);
+  const scopes = sub === "create" ? scopesFlag(flags.scope) : [];
   const store = await openCommandStore(config);
   try {
     if (sub === "create") {
       const project = flags.project ?? DEFAULT_PROJECT;
       if (project.trim() === "") throw new ConfigError("--project must not be empty");
-      const { key, record } = await createKey(store, project);
+      const { key, record } = await createKey(store, project, undefined, scopes);
       io.out(key);
-      io.err(`Created API key ${record.prefix}… in project "${project}". Keep it now: it is not shown again.`);
+      io.err(
+        `Created API key ${record.prefix}… in project "${project}" with scope${record.scopes.length === 1 ? "" : "s"} ${record.scopes.join(",")}. Keep it now: it is not shown again.`,
+      );
       return 0;
     }
     if (sub === "list") {

@@ -17,6 +17,7 @@ import type {
   NewSession,
   Page,
   Position,
+  Scope,
   SessionChanges,
   SessionFilter,
   SessionRecord,
@@ -34,8 +35,17 @@ export interface Store {
   /** A value of the meta table, set to `fallback` first if there is none. */
   metaValue(key: string, fallback: string): Promise<string>;
 
-  /** Creates the key, and its project when no project has that name. */
-  createApiKey(keyHash: string, prefix: string, projectName: string, now: string): Promise<ApiKeyRecord>;
+  /**
+   * Creates the key, and its project when no project has that name. `scopes` (not empty) are what
+   * it may do, for good: no method changes them; absent, all three (domain/keys.ts SCOPES).
+   */
+  createApiKey(
+    keyHash: string,
+    prefix: string,
+    projectName: string,
+    now: string,
+    scopes?: readonly Scope[],
+  ): Promise<ApiKeyRecord>;
   apiKeyByHash(keyHash: string): Promise<ApiKeyRecord | undefined>;
   apiKeyById(id: string): Promise<ApiKeyRecord | undefined>;
   listApiKeys(): Promise<ApiKeyRecord[]>;

@@ -69,6 +69,13 @@ export const forbidden = (jwtSession: string, target: string) =>
     message: `This JWT belongs to session ${jwtSession}; it cannot write to session ${target}`,
   });
 
+/** 403 for a credential whose key lacks the scope the operation needs (issue 16 part 4). */
+export const missingScope = (has: readonly string[], needs: string) =>
+  new ApiError(403, {
+    error: "Forbidden",
+    message: `This API key has scope${has.length === 1 ? "" : "s"} ${has.length === 0 ? "(none)" : has.join(", ")}; this operation needs ${needs}`,
+  });
+
 export const notFound = (message: string, details?: ErrorDetail[]) =>
   new ApiError(404, { error: "Not found", message, ...(details ? { details } : {}) });
 

@@ -183,6 +183,12 @@ export interface AgentRecord {
   extra: JsonObject;
 }
 
+/**
+ * What an API key may do (issue 16 part 4): `ingest` the write API and OTLP, `read` the read API
+ * and the UI, `admin` deleting. openapi.yaml's `x-agentmon-scope` says which one each operation needs.
+ */
+export type Scope = "ingest" | "read" | "admin";
+
 export interface ApiKeyRecord {
   id: string;
   project_id: string;
@@ -190,6 +196,8 @@ export interface ApiKeyRecord {
   prefix: string;
   created_at: string;
   revoked_at: string | null;
+  /** Never empty; in the order of SCOPES (domain/keys.ts); fixed when the key is created. */
+  scopes: Scope[];
 }
 
 /** Where a page of sessions or events starts: after this row in the page order. */

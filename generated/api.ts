@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 88fcf69d96a94b4a8eb8212245a4f1db7fe23588ae4b56676e9a574a0d3a613f. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 ee75069dea7809e55957806423102e7acb1ba698581a98d40ba87f0c8a1c97f4. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -1556,6 +1556,21 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The API key is valid but lacks the scope this operation needs (4.7); nothing was read or written. */
+        MissingScope: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "Forbidden",
+                 *       "message": "This API key has scope read; this operation needs ingest"
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description An unknown session, event or route. */
         NotFound: {
             headers: {
@@ -1699,6 +1714,22 @@ export interface components {
                  * @example {
                  *       "code": 16,
                  *       "message": "Please check your API key and try again"
+                 *     }
+                 */
+                "application/json": components["schemas"]["RpcStatus"];
+                "application/x-protobuf": string;
+            };
+        };
+        /** @description The API key is valid but lacks the scope `ingest` (4.7); nothing was stored. Do not retry. */
+        OtlpPermissionDenied: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": 7,
+                 *       "message": "This API key has scope read; this operation needs ingest"
                  *     }
                  */
                 "application/json": components["schemas"]["RpcStatus"];
@@ -1863,6 +1894,7 @@ export interface operations {
             200: components["responses"]["SessionCreated"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1887,6 +1919,7 @@ export interface operations {
             200: components["responses"]["SessionCreated"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2170,6 +2203,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
             404: components["responses"]["SessionNotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2213,6 +2247,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2345,6 +2380,7 @@ export interface operations {
             };
             400: components["responses"]["InvalidQuery"];
             401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -2418,6 +2454,7 @@ export interface operations {
             };
             400: components["responses"]["InvalidQuery"];
             401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
             404: components["responses"]["SessionNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -2455,6 +2492,7 @@ export interface operations {
             };
             400: components["responses"]["InvalidQuery"];
             401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
             404: components["responses"]["SessionNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -2553,6 +2591,7 @@ export interface operations {
             };
             400: components["responses"]["InvalidQuery"];
             401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
             404: components["responses"]["SessionNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -2609,6 +2648,7 @@ export interface operations {
             };
             400: components["responses"]["InvalidQuery"];
             401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
             404: components["responses"]["SessionNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -2689,6 +2729,7 @@ export interface operations {
             };
             400: components["responses"]["InvalidQuery"];
             401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
             404: components["responses"]["SessionNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -2707,6 +2748,7 @@ export interface operations {
             200: components["responses"]["OtlpTracesAccepted"];
             400: components["responses"]["OtlpBadRequest"];
             401: components["responses"]["OtlpUnauthenticated"];
+            403: components["responses"]["OtlpPermissionDenied"];
             413: components["responses"]["OtlpPayloadTooLarge"];
             415: components["responses"]["OtlpUnsupportedMediaType"];
             429: components["responses"]["OtlpTooManyRequests"];
@@ -2726,6 +2768,7 @@ export interface operations {
             200: components["responses"]["OtlpTracesAccepted"];
             400: components["responses"]["OtlpBadRequest"];
             401: components["responses"]["OtlpUnauthenticated"];
+            403: components["responses"]["OtlpPermissionDenied"];
             413: components["responses"]["OtlpPayloadTooLarge"];
             415: components["responses"]["OtlpUnsupportedMediaType"];
             429: components["responses"]["OtlpTooManyRequests"];
@@ -2760,6 +2803,7 @@ export interface operations {
             };
             400: components["responses"]["OtlpBadRequest"];
             401: components["responses"]["OtlpUnauthenticated"];
+            403: components["responses"]["OtlpPermissionDenied"];
             413: components["responses"]["OtlpPayloadTooLarge"];
             415: components["responses"]["OtlpUnsupportedMediaType"];
             429: components["responses"]["OtlpTooManyRequests"];
@@ -2794,6 +2838,7 @@ export interface operations {
             };
             400: components["responses"]["OtlpBadRequest"];
             401: components["responses"]["OtlpUnauthenticated"];
+            403: components["responses"]["OtlpPermissionDenied"];
             413: components["responses"]["OtlpPayloadTooLarge"];
             415: components["responses"]["OtlpUnsupportedMediaType"];
             429: components["responses"]["OtlpTooManyRequests"];
@@ -2825,6 +2870,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -2859,6 +2905,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2893,6 +2940,7 @@ export interface operations {
             };
             400: components["responses"]["InvalidQuery"];
             401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
             404: components["responses"]["SessionNotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];

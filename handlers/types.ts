@@ -11,7 +11,7 @@ import type {
   RouteHandlerMethod,
 } from "fastify";
 import { internalError } from "../domain/errors.ts";
-import type { ApiKeyRecord, Claims, OtlpClaims } from "../domain/types.ts";
+import type { ApiKeyRecord, Claims, OtlpClaims, Scope } from "../domain/types.ts";
 import type { operations } from "../generated/api.ts";
 import type { Context } from "../services/context.ts";
 import type { Metrics } from "../services/metrics.ts";
@@ -73,6 +73,8 @@ declare module "fastify" {
     claims?: Claims;
     /** Set by the credential check of the OTLP and v4 endpoints (http/auth.ts, otlp.md T7). */
     otlp?: OtlpClaims;
+    /** What the credential may do (4.7): an API key's scopes; `ingest` for a JWT or T5 token (http/auth.ts). */
+    scopes?: readonly Scope[];
   }
 }
 

@@ -10,10 +10,16 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Store } from "../db/store.ts";
 import { type ApiError, invalidApiKey, invalidJwt, tooManyRequests } from "../domain/errors.ts";
 import { hashApiKey, isApiKeyShape, isLive } from "../domain/keys.ts";
-import type { ApiKeyRecord, Claims, OtlpClaims } from "../domain/types.ts";
+import type { ApiKeyRecord, Claims, OtlpClaims, Scope } from "../domain/types.ts";
 import { jwtOptions, jwtVerifier, otlpVerifier, signJwt, signOtlpToken } from "./jwt.ts";
 import { memoryLimits, type RequestLimits } from "./ratelimit.ts";
 import type { Routes } from "./routes.ts";
+
+/**
+ * 4.7: what a JWT or a T5 token may do. Both are issued only to a key with `ingest` (their
+ * operations need it), and a key's scopes never change, so they carry that one scope.
+ */
+const TOKEN_SCOPES: readonly Scope[] = ["ingest"];
 
 export interface CredentialOptions {
   store: Store;
@@ -73,6 +79,7 @@ export async function credentials(app: FastifyInstance, options: CredentialOptio
     }
     await throttle(key.id);
     req.apiKey = key;
+    req.scopes = key.scopes;
   }
 
   async function checkApiKey(req: FastifyRequest) {
@@ -91,6 +98,7 @@ export async function credentials(app: FastifyInstance, options: CredentialOptio
     const claims = match?.[1] ? verifyJwt(match[1], Math.floor(now() / 1000)) : undefined;
     if (!claims) throw invalidJwt();
     req.claims = claims;
+    req.scopes = TOKEN_SCOPES;
     await throttle(claims.key_id);
   }
 
@@ -103,20 +111,27 @@ export async function credentials(app: FastifyInstance, options: CredentialOptio
    */
   async function checkOtlp(req: FastifyRequest) {
     await refuseLimitedAddress(req);
-    const claims = await otlpCredential(req);
-    if (!claims) {
+    const credential = await otlpCredential(req);
+    if (!credential) {
       await limits.recordFailure(req.ip);
       throw invalidApiKey();
     }
-    await throttle(claims.key_id);
-    req.otlp = claims;
+    await throttle(credential.claims.key_id);
+    req.otlp = credential.claims;
+    req.scopes = credential.scopes;
   }
 
-  async function otlpCredential(req: FastifyRequest): Promise<OtlpClaims | undefined> {
+  /** The credential's claims, and its scopes: an API key's own, a token's `ingest` (4.7). */
+  async function otlpCredential(
+    req: FastifyRequest,
+  ): Promise<{ claims: OtlpClaims; scopes: readonly Scope[] } | undefined> {
     const [scheme = "", value = ""] = (req.headers.authorization ?? "").trim().split(/ +/, 2);
     let given: string | undefined;
     if (/^bearer$/i.test(scheme)) {
-      if (!isApiKeyShape(value)) return verifyOtlpToken(value, Math.floor(now() / 1000));
+      if (!isApiKeyShape(value)) {
+        const claims = verifyOtlpToken(value, Math.floor(now() / 1000));
+        return claims && { claims, scopes: TOKEN_SCOPES };
+      }
       given = value;
     } else if (/^basic$/i.test(scheme)) {
       const text = Buffer.from(value, "base64").toString("utf8");
@@ -128,7 +143,7 @@ export async function credentials(app: FastifyInstance, options: CredentialOptio
     }
     given = given?.trim() ?? "";
     const key = isApiKeyShape(given) ? await store.apiKeyByHash(hashApiKey(given)) : undefined;
-    return isLive(key) ? { project_id: key.project_id, key_id: key.id } : undefined;
+    return isLive(key) ? { claims: { project_id: key.project_id, key_id: key.id }, scopes: key.scopes } : undefined;
   }
 
   /**

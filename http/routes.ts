@@ -1,10 +1,16 @@
 /**
  * What the routes of openapi.yaml say beyond their schemas: which credential each operation
- * needs, which methods each path has (for 405 answers), and which media types the responses use.
+ * needs and which scope of its key (`x-agentmon-scope`, 4.7), which methods each path has (for
+ * 405 answers), and which media types the responses use.
  */
+import { SCOPES } from "../domain/keys.ts";
+import type { Scope } from "../domain/types.ts";
+
 export type Security = "apiKey" | "jwt" | "otlp" | "metrics" | "none";
 
 interface Operation {
+  operationId?: string;
+  "x-agentmon-scope"?: unknown;
   security?: Record<string, string[]>[];
   requestBody?: unknown;
   responses?: Record<string, { $ref?: string; content?: object }>;
@@ -27,6 +33,20 @@ function securityOf(operation: Operation): Security {
   return "none";
 }
 
+/**
+ * 4.7: the scope an operation needs, from its `x-agentmon-scope` (`none`: no API key, so none).
+ * An operation that does not say, or says something else, stops the app from being built: no
+ * operation can be served without a scope rule.
+ */
+function scopeOf(operationId: string, operation: Operation): Scope | undefined {
+  const scope = operation["x-agentmon-scope"];
+  if (scope === "none") return undefined;
+  if ((SCOPES as readonly unknown[]).includes(scope)) return scope as Scope;
+  throw new Error(
+    `openapi.yaml: operation ${operationId} needs x-agentmon-scope: ${[...SCOPES, "none"].join(" | ")} (got ${JSON.stringify(scope)})`,
+  );
+}
+
 export interface Routes {
   /** The credential a route needs, by Fastify's method and URL (`GET /v2/sessions/:session_id`). */
   security(method: string, url: string): Security;
@@ -34,16 +54,22 @@ export interface Routes {
   allowedOn(path: string): string[] | undefined;
   /** Every media type the spec's responses use. */
   responseMediaTypes: Set<string>;
+  /** 4.7: the scope each operation needs, by operationId; absent for `x-agentmon-scope: none`. */
+  scopes: Map<string, Scope>;
 }
 
 export function routesOf(spec: Spec): Routes {
   const security = new Map<string, Security>();
   const methods = new Map<string, { pattern: RegExp; allowed: string[] }>();
   const mediaTypes = new Set<string>();
+  const scopes = new Map<string, Scope>();
   const shared = spec.components.responses ?? {};
   for (const [path, item] of Object.entries(spec.paths)) {
     for (const [method, operation] of Object.entries(item)) {
       security.set(`${method.toUpperCase()} ${path}`, securityOf(operation));
+      const operationId = operation.operationId ?? `${method.toUpperCase()} ${path}`;
+      const scope = scopeOf(operationId, operation);
+      if (scope !== undefined) scopes.set(operationId, scope);
       const pattern = new RegExp(`^${path.replace(/\{[^}]+\}/g, "[^/]+")}$`);
       methods.set(path, { pattern, allowed: [...(methods.get(path)?.allowed ?? []), method.toUpperCase()] });
       for (const response of Object.values(operation.responses ?? {})) {
@@ -62,5 +88,6 @@ export function routesOf(spec: Spec): Routes {
       return allowed.length > 0 ? [...new Set(allowed)] : undefined;
     },
     responseMediaTypes: mediaTypes,
+    scopes,
   };
 }

@@ -12,13 +12,21 @@
  */
 import { readdirSync } from "node:fs";
 import t from "tap";
+import { hashApiKey, keyPrefix } from "../domain/keys.ts";
 import { ALL_SESSIONS, at, bearer, client, createData, FIXTURES, MIN, replayFixtures, XSS } from "./browser/data.ts";
 import { chromiumMissing, expectRows, keptKey, openBrowser, saveScreenshot, timelineKinds } from "./browser/page.ts";
-import { API_KEY, build, UNKNOWN_KEY } from "./helper.ts";
+import { build, UNKNOWN_KEY } from "./helper.ts";
+
+/** The UI asks for a read key (4.7): one with the scope read alone, and one that cannot read. */
+const READ_KEY = "5ead0000-0000-4000-8000-000000000000";
+const INGEST_KEY = "1e570000-0000-4000-8000-000000000000";
 
 t.test("the web UI in headless Chromium", { skip: chromiumMissing }, async (t) => {
   let base = "";
   const env = await build(t, { publicUrl: () => base });
+  const now = new Date().toISOString();
+  await env.store.createApiKey(hashApiKey(READ_KEY), keyPrefix(READ_KEY), "default", now, ["read"]);
+  await env.store.createApiKey(hashApiKey(INGEST_KEY), keyPrefix(INGEST_KEY), "default", now, ["ingest"]);
   base = await env.app.listen({ port: 0, host: "127.0.0.1" });
   const api = client(() => base);
   const { running } = await createData(api);
@@ -36,8 +44,19 @@ t.test("the web UI in headless Chromium", { skip: chromiumMissing }, async (t) =
     await page.waitForSelector("#key-form .warning");
     t.match(await page.textContent("#key-form .warning"), /refused \(401\)/, "a wrong key: the API's 401, asked again");
     t.equal(await keptKey(page), null, "the refused key is not kept");
+    t.match(await page.textContent("#key-form h1"), /read key/i, "it asks for a read key");
 
-    await page.fill("#api-key", API_KEY);
+    await page.fill("#api-key", INGEST_KEY);
+    await page.press("#api-key", "Enter");
+    await page.waitForSelector("#key-form .warning >> text=/cannot read/");
+    t.match(
+      await page.textContent("#key-form .warning"),
+      /cannot read \(403\): This API key has scope ingest; this operation needs read\. Enter a read key\./,
+      "a key without the scope read: the API's 403, asked again for a read key",
+    );
+    t.equal(await keptKey(page), null, "the ingest key is not kept");
+
+    await page.fill("#api-key", READ_KEY);
     await page.press("#api-key", "Enter");
     await expectRows(
       t,
@@ -45,7 +64,7 @@ t.test("the web UI in headless Chromium", { skip: chromiumMissing }, async (t) =
       ALL_SESSIONS,
       "every session of the key's project, newest first; none of the other project",
     );
-    t.equal(await keptKey(page), API_KEY, "the key is kept");
+    t.equal(await keptKey(page), READ_KEY, "the read key is kept");
     const state = (id: string) => page.getAttribute(`tr[data-session-id="${id}"] .badge`, "data-state");
     t.equal(await state("checkout-1"), "Success");
     t.equal(await state("checkout-2"), "Fail");

@@ -48,6 +48,74 @@ t.test("keys create without --project makes a key of the default project", async
   t.equal((await keysIn(db)).length, 2);
 });
 
+t.test("keys create --scope: the key can do exactly that (4.7); without it, all three", async (t) => {
+  const db = join(tempDir(t), "keys.db");
+  const all = await run(["keys", "create"], db);
+  t.match(all.err.join("\n"), /scopes ingest,read,admin/, "stderr names the scopes");
+  const ingestRead = await run(["keys", "create", "--scope", "ingest,read"], db);
+  t.equal(ingestRead.code, 0, "exit 0");
+  t.match(ingestRead.out[0], UUID, "the key, on stdout alone");
+  t.equal(ingestRead.out.length, 1);
+  t.match(ingestRead.err.join("\n"), /scopes ingest,read\b/);
+  const read = await run(["keys", "create", "--scope", " Read, read ,"], db);
+  t.equal(read.code, 0, "any case, spaces, repeats and an empty item are fine");
+  t.match(read.err.join("\n"), /with scope read\./);
+  const spelled = await run(["keys", "create", "--scope", "all"], db);
+  t.equal(spelled.code, 0, "all is the three");
+  t.same(
+    (await keysIn(db)).map((k) => k.scopes),
+    [["ingest", "read", "admin"], ["ingest", "read"], ["read"], ["ingest", "read", "admin"]],
+    "stored as asked",
+  );
+  const list = await run(["keys", "list"], db);
+  t.match(
+    list.out.find((l) => l.includes((read.out[0] ?? "").slice(0, 8))) ?? "",
+    / {2}read {2}/,
+    "keys list shows them",
+  );
+  t.match(list.out.find((l) => l.includes((all.out[0] ?? "").slice(0, 8))) ?? "", / {2}ingest,read,admin {2}/);
+
+  const app = await build(t, { dbPath: db });
+  const readKey = read.out[0] ?? "";
+  const refused = await app.withKey("/v2/create_session", { session: { id: "s1" } }, readKey);
+  t.equal(refused.statusCode, 403, "a read key cannot write");
+  t.strictSame(refused.json(), {
+    error: "Forbidden",
+    message: "This API key has scope read; this operation needs ingest",
+  });
+  t.equal((await app.withKey("/v2/create_session", { session: { id: "s1" } }, ingestRead.out[0])).statusCode, 200);
+  const listed = await app.inject({ method: "GET", url: "/v2/sessions", headers: { "x-agentmon-api-key": readKey } });
+  t.equal(listed.statusCode, 200, "and reads");
+  const deleted = await app.inject({
+    method: "DELETE",
+    url: "/v2/sessions/s1",
+    headers: { "x-agentmon-api-key": ingestRead.out[0] ?? "" },
+  });
+  t.equal(deleted.statusCode, 403, "ingest,read cannot delete");
+  t.match(deleted.json().message, /has scopes ingest, read; this operation needs admin/);
+});
+
+t.test("keys create with a bad --scope: exit 1 with one clear line, no key made", async (t) => {
+  const db = join(tempDir(t), "keys.db");
+  for (const [given, pattern] of [
+    ["write", /unknown scope "write": the scopes are ingest, read, admin \(or all\)/],
+    ["read,Delete,x", /unknown scope "delete", "x"/],
+    ["", /no scope given/],
+    [" , ", /no scope given/],
+  ] as const) {
+    const { code, out, err } = await run(["keys", "create", "--scope", given], db);
+    t.equal(code, 1, `--scope ${JSON.stringify(given)}: exit 1`);
+    t.equal(err.length, 1, "one line on stderr");
+    t.match(err[0] ?? "", /^agentmon: --scope: /, "that names the flag");
+    t.match(err[0] ?? "", pattern);
+    t.same(out, [], "nothing on stdout");
+  }
+  const misplaced = await run(["keys", "list", "--scope", "read"], db);
+  t.equal(misplaced.code, 1, "--scope on keys list: exit 1");
+  t.match(misplaced.err.join("\n"), /--scope is a flag of keys create only/);
+  t.same(await keysIn(db), [], "no key was made");
+});
+
 t.test("keys list shows 8-character prefixes, never the whole key", async (t) => {
   const db = join(tempDir(t), "keys.db");
   const empty = await run(["keys", "list"], db);

@@ -66,7 +66,10 @@ export async function api(path, query = {}) {
   const body = await res.json().catch(() => null);
   if (!res.ok) {
     const error = new ApiError(res.status, body);
-    if (res.status === 401) keyRefused();
+    if (res.status === 401) keyRefused("That API key was refused (401). Check it and enter it again.");
+    // 4.7: a valid key without the scope read (an ingest or admin key) cannot show anything.
+    if (res.status === 403)
+      keyRefused(`That API key cannot read (403): ${body?.message ?? "it lacks the scope read"}. Enter a read key.`);
     throw error;
   }
   return body;
@@ -84,7 +87,7 @@ export function startPage(hooks) {
   const forget = document.getElementById("forget-key");
   forget.addEventListener("click", () => {
     sessionStorage.removeItem(KEY_NAME);
-    askForKey("The key is forgotten. Enter an API key to continue.");
+    askForKey("The key is forgotten. Enter a read key to continue.");
   });
   if (apiKey()) showApp();
   else askForKey();
@@ -96,9 +99,9 @@ function showApp() {
   page.start();
 }
 
-function keyRefused() {
+function keyRefused(why) {
   sessionStorage.removeItem(KEY_NAME);
-  askForKey("That API key was refused (401). Check it and enter it again.");
+  askForKey(why);
 }
 
 /** Shows the key form (and nothing else); a message says why when it is asked again. */
@@ -119,14 +122,14 @@ export function askForKey(why) {
   const form = h(
     "form",
     { class: "key-form", id: "key-form" },
-    h("h1", {}, "API key"),
+    h("h1", {}, "Read key"),
     h(
       "p",
       {},
-      "The pages read your sessions with a project's API key. It is kept in this tab only (sessionStorage) and sent to this server alone.",
+      "The pages read your sessions with a project's read key: an API key with the scope read (agentmon keys create --scope read). It is kept in this tab only (sessionStorage) and sent to this server alone.",
     ),
     why ? h("p", { class: "warning", role: "alert" }, why) : null,
-    h("label", { for: "api-key" }, "API key"),
+    h("label", { for: "api-key" }, "Read key"),
     h("div", { class: "key-row" }, input, h("button", { type: "submit" }, "Continue")),
   );
   form.addEventListener("submit", (event) => {

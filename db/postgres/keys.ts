@@ -1,10 +1,15 @@
 /** Projects, API keys and the meta table (the JWT secret, the readiness heartbeat) on PostgreSQL. */
 import type pg from "pg";
 import { uuidv7 } from "../../domain/ids.ts";
-import type { ApiKeyRecord } from "../../domain/types.ts";
+import { SCOPES, scopesColumn, scopesOfColumn } from "../../domain/keys.ts";
+import type { ApiKeyRecord, Scope } from "../../domain/types.ts";
 
-const API_KEY_COLUMNS = `k.id, k.project_id, p.name AS project_name, k.prefix, k.created_at, k.revoked_at
+const API_KEY_COLUMNS = `k.id, k.project_id, p.name AS project_name, k.prefix, k.created_at, k.revoked_at, k.scopes
   FROM api_keys k JOIN projects p ON p.id = k.project_id`;
+
+type KeyRow = Omit<ApiKeyRecord, "scopes"> & { scopes: string };
+/** A row as its record: the scopes column as a list. */
+const keyRecord = (row: KeyRow): ApiKeyRecord => ({ ...row, scopes: scopesOfColumn(row.scopes) });
 
 type Queryable = pg.Pool | pg.ClientBase;
 
@@ -15,19 +20,26 @@ type Queryable = pg.Pool | pg.ClientBase;
  */
 export const keyQueries = {
   async byHash(db: Queryable, hash: string) {
-    const { rows } = await db.query<ApiKeyRecord>(`SELECT ${API_KEY_COLUMNS} WHERE k.key_hash = $1`, [hash]);
-    return rows[0];
+    const { rows } = await db.query<KeyRow>(`SELECT ${API_KEY_COLUMNS} WHERE k.key_hash = $1`, [hash]);
+    return rows[0] && keyRecord(rows[0]);
   },
   async byId(db: Queryable, id: string) {
-    const { rows } = await db.query<ApiKeyRecord>(`SELECT ${API_KEY_COLUMNS} WHERE k.id = $1`, [id]);
-    return rows[0];
+    const { rows } = await db.query<KeyRow>(`SELECT ${API_KEY_COLUMNS} WHERE k.id = $1`, [id]);
+    return rows[0] && keyRecord(rows[0]);
   },
   async list(db: Queryable) {
-    const { rows } = await db.query<ApiKeyRecord>(`SELECT ${API_KEY_COLUMNS} ORDER BY k.created_at, k.id`);
-    return rows;
+    const { rows } = await db.query<KeyRow>(`SELECT ${API_KEY_COLUMNS} ORDER BY k.created_at, k.id`);
+    return rows.map(keyRecord);
   },
   /** The project (made when no project has that name: another node may make it at the same time) and the key. */
-  async create(tx: pg.ClientBase, hash: string, prefix: string, projectName: string, now: string) {
+  async create(
+    tx: pg.ClientBase,
+    hash: string,
+    prefix: string,
+    projectName: string,
+    now: string,
+    scopes: readonly Scope[] = SCOPES,
+  ) {
     await tx.query("INSERT INTO projects (id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING", [
       uuidv7(),
       projectName,
@@ -35,13 +47,10 @@ export const keyQueries = {
     ]);
     const { rows } = await tx.query<{ id: string }>("SELECT id FROM projects WHERE name = $1", [projectName]);
     const id = uuidv7();
-    await tx.query("INSERT INTO api_keys (id, project_id, key_hash, prefix, created_at) VALUES ($1, $2, $3, $4, $5)", [
-      id,
-      (rows[0] as { id: string }).id,
-      hash,
-      prefix,
-      now,
-    ]);
+    await tx.query(
+      "INSERT INTO api_keys (id, project_id, key_hash, prefix, created_at, scopes) VALUES ($1, $2, $3, $4, $5, $6)",
+      [id, (rows[0] as { id: string }).id, hash, prefix, now, scopesColumn(scopes)],
+    );
     return (await keyQueries.byId(tx, id)) as ApiKeyRecord;
   },
   async revoke(db: Queryable, id: string, now: string) {

@@ -193,8 +193,8 @@ function postgresStore(
       },
       metaValue: (key, fallback) => keyQueries.metaValue(readers, key, fallback),
       // An operator's call, rare: a transaction of its own, outside the group commit (as on SQLite).
-      createApiKey: (hash, prefix, projectName, now) =>
-        transaction(writers, (tx) => keyQueries.create(tx, hash, prefix, projectName, now)),
+      createApiKey: (hash, prefix, projectName, now, scopes) =>
+        transaction(writers, (tx) => keyQueries.create(tx, hash, prefix, projectName, now, scopes)),
       apiKeyByHash: (hash) => keyQueries.byHash(readers, hash),
       apiKeyById: (id) => keyQueries.byId(readers, id),
       listApiKeys: () => keyQueries.list(readers),

@@ -1,12 +1,17 @@
 /** Projects, API keys and the meta table (the JWT secret, the readiness heartbeat). */
 import { uuidv7 } from "../../domain/ids.ts";
-import { isLive } from "../../domain/keys.ts";
-import type { ApiKeyRecord } from "../../domain/types.ts";
+import { isLive, SCOPES, scopesColumn, scopesOfColumn } from "../../domain/keys.ts";
+import type { ApiKeyRecord, Scope } from "../../domain/types.ts";
 import { KeyRevoked } from "../errors.ts";
 import type { Db } from "./open.ts";
 
-const API_KEY_COLUMNS = `k.id, k.project_id, p.name AS project_name, k.prefix, k.created_at, k.revoked_at
+const API_KEY_COLUMNS = `k.id, k.project_id, p.name AS project_name, k.prefix, k.created_at, k.revoked_at, k.scopes
   FROM api_keys k JOIN projects p ON p.id = k.project_id`;
+
+type KeyRow = Omit<ApiKeyRecord, "scopes"> & { scopes: string };
+/** A row as its record: the scopes column as a list. */
+const keyRecord = (row: KeyRow | undefined): ApiKeyRecord | undefined =>
+  row && { ...row, scopes: scopesOfColumn(row.scopes) };
 
 /**
  * API-key lookups. The storage thread's main-thread side keeps one on a read-only connection of
@@ -14,11 +19,11 @@ const API_KEY_COLUMNS = `k.id, k.project_id, p.name AS project_name, k.prefix, k
  * read, not a message, and sees a revoke the moment it is committed, by any process.
  */
 export function keyReader(db: Db) {
-  const byHash = db.prepare<[string], ApiKeyRecord>(`SELECT ${API_KEY_COLUMNS} WHERE k.key_hash = ?`);
-  const byId = db.prepare<[string], ApiKeyRecord>(`SELECT ${API_KEY_COLUMNS} WHERE k.id = ?`);
+  const byHash = db.prepare<[string], KeyRow>(`SELECT ${API_KEY_COLUMNS} WHERE k.key_hash = ?`);
+  const byId = db.prepare<[string], KeyRow>(`SELECT ${API_KEY_COLUMNS} WHERE k.id = ?`);
   return {
-    byHash: (hash: string) => byHash.get(hash),
-    byId: (id: string) => byId.get(id),
+    byHash: (hash: string) => keyRecord(byHash.get(hash)),
+    byId: (id: string) => keyRecord(byId.get(id)),
   };
 }
 
@@ -32,9 +37,11 @@ export function keyStatements(db: Db) {
     ),
     projectByName: db.prepare<[string], { id: string }>("SELECT id FROM projects WHERE name = ?"),
     projectInsert: db.prepare("INSERT INTO projects (id, name, created_at) VALUES (?, ?, ?)"),
-    keyInsert: db.prepare("INSERT INTO api_keys (id, project_id, key_hash, prefix, created_at) VALUES (?, ?, ?, ?, ?)"),
+    keyInsert: db.prepare(
+      "INSERT INTO api_keys (id, project_id, key_hash, prefix, created_at, scopes) VALUES (?, ?, ?, ?, ?, ?)",
+    ),
     dataVersion: db.prepare("PRAGMA data_version").pluck(),
-    keyList: db.prepare<[], ApiKeyRecord>(`SELECT ${API_KEY_COLUMNS} ORDER BY k.created_at, k.id`),
+    keyList: db.prepare<[], KeyRow>(`SELECT ${API_KEY_COLUMNS} ORDER BY k.created_at, k.id`),
     keyRevoke: db.prepare("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL"),
   };
   /** API keys by id, valid while data_version stays the same (see byId). */
@@ -59,24 +66,26 @@ export function keyStatements(db: Db) {
     return cache.byId.get(id);
   }
 
-  const createApiKey = db.transaction((hash: string, prefix: string, projectName: string, now: string) => {
-    let project = q.projectByName.get(projectName);
-    if (!project) {
-      project = { id: uuidv7() };
-      q.projectInsert.run(project.id, projectName, now);
-    }
-    const id = uuidv7();
-    q.keyInsert.run(id, project.id, hash, prefix, now);
-    return reader.byId(id) as ApiKeyRecord;
-  });
+  const createApiKey = db.transaction(
+    (hash: string, prefix: string, projectName: string, now: string, scopes: readonly Scope[]) => {
+      let project = q.projectByName.get(projectName);
+      if (!project) {
+        project = { id: uuidv7() };
+        q.projectInsert.run(project.id, projectName, now);
+      }
+      const id = uuidv7();
+      q.keyInsert.run(id, project.id, hash, prefix, now, scopesColumn(scopes));
+      return reader.byId(id) as ApiKeyRecord;
+    },
+  );
 
   return {
     byHash: reader.byHash,
     byId,
-    list: () => q.keyList.all(),
-    create(hash: string, prefix: string, projectName: string, now: string) {
+    list: () => q.keyList.all().map((row) => keyRecord(row) as ApiKeyRecord),
+    create(hash: string, prefix: string, projectName: string, now: string, scopes: readonly Scope[] = SCOPES) {
       cache.byId.clear();
-      return createApiKey(hash, prefix, projectName, now);
+      return createApiKey(hash, prefix, projectName, now, scopes);
     },
     revoke(id: string, now: string) {
       q.keyRevoke.run(now, id);

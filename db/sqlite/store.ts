@@ -108,7 +108,7 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
       return group.commits;
     },
     metaValue: async (key, fallback) => keys.metaValue(key, fallback),
-    createApiKey: async (hash, prefix, projectName, now) => keys.create(hash, prefix, projectName, now),
+    createApiKey: async (hash, prefix, projectName, now, scopes) => keys.create(hash, prefix, projectName, now, scopes),
     apiKeyByHash: async (hash) => keys.byHash(hash),
     apiKeyById: async (id) => keys.byId(id),
     listApiKeys: async () => keys.list(),

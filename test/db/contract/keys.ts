@@ -1,5 +1,6 @@
 /** The Store contract: metaValue and API keys. */
 import type { Test } from "tap";
+import type { Scope } from "../../../domain/types.ts";
 import type { Fixtures } from "./fixture.ts";
 import { NASTY } from "./values.ts";
 
@@ -28,8 +29,9 @@ export function keyContract(t: Test, { bare }: Fixtures) {
         prefix: "aaaaaaaa",
         created_at: "2026-11-22T00:00:00Z",
         revoked_at: null,
+        scopes: ["ingest", "read", "admin"],
       },
-      "the record, live",
+      "the record, live, with every scope when none is given",
     );
     t.ok(typeof a.id === "string" && a.id !== "" && typeof a.project_id === "string" && a.project_id !== "");
     t.equal(a.project_id, b.project_id, "same project name, same project");
@@ -59,5 +61,33 @@ export function keyContract(t: Test, { bare }: Fixtures) {
     t.equal((await store.apiKeyById(a.id))?.revoked_at, "2026-11-22T01:00:00Z", "a second revoke keeps the first time");
     await t.resolves(store.revokeApiKey("nope", "2026-11-22T03:00:00Z"), "revoking an unknown id is no error");
     t.strictSame(await store.listApiKeys(), [d, revoked, b, c]);
+  });
+
+  t.test("api keys: the scopes round-trip, in their order, through every read", async (t) => {
+    const { store } = await bare(t);
+    const cases: [string, Scope[], Scope[]][] = [
+      ["ingest", ["ingest"], ["ingest"]],
+      ["read", ["read"], ["read"]],
+      ["admin", ["admin"], ["admin"]],
+      ["read-admin", ["admin", "read"], ["read", "admin"]],
+      ["ingest-read", ["read", "ingest"], ["ingest", "read"]],
+      ["all", ["admin", "read", "ingest"], ["ingest", "read", "admin"]],
+    ];
+    const made = [];
+    for (const [index, [name, given, stored]] of cases.entries()) {
+      const at = `2026-11-22T00:00:0${index}Z`;
+      const key = await store.createApiKey(`hash-${name}`, name.slice(0, 8), "scoped", at, given);
+      t.strictSame(key.scopes, stored, `${name}: createApiKey answers them`);
+      t.strictSame((await store.apiKeyByHash(`hash-${name}`))?.scopes, stored, `${name}: apiKeyByHash`);
+      t.strictSame((await store.apiKeyById(key.id))?.scopes, stored, `${name}: apiKeyById`);
+      made.push(key);
+    }
+    t.strictSame(
+      (await store.listApiKeys()).map((k) => k.scopes),
+      made.map((k) => k.scopes),
+      "listApiKeys",
+    );
+    await store.revokeApiKey(made[1]?.id ?? "", "2026-11-22T01:00:00Z");
+    t.strictSame((await store.apiKeyById(made[1]?.id ?? ""))?.scopes, ["read"], "a revoke keeps the scopes");
   });
 }

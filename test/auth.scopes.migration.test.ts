@@ -1,0 +1,84 @@
+/**
+ * Keys with scopes (4.7): a key made before scopes existed keeps every scope, on a real SQLite
+ * file of schema version 4 (migration 005) and on a PostgreSQL database of version 2 (migration
+ * 003), and keeps working over HTTP as it did.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import pg from "pg";
+import t, { type Test } from "tap";
+import { schemaVersion as postgresVersion } from "../db/postgres/migrate.ts";
+import { openPostgresStore } from "../db/postgres/store.ts";
+import { schemaVersion } from "../db/sqlite/migrate.ts";
+import { openDb } from "../db/sqlite/open.ts";
+import { sqliteStore } from "../db/sqlite/store.ts";
+import type { Store } from "../db/store.ts";
+import { hashApiKey, keyPrefix } from "../domain/keys.ts";
+import { build, tempDir } from "./helper.ts";
+import { postgresRequired, postgresUnavailable, testDatabase } from "./postgres.ts";
+
+const OLD_KEY = "01d00000-0000-4000-8000-000000000000";
+const ALL = ["ingest", "read", "admin"];
+
+/** The old key, read back after the migration, works for each scope over HTTP. */
+async function keepsEveryScope(t: Test, store: Store) {
+  const record = await store.apiKeyByHash(hashApiKey(OLD_KEY));
+  t.strictSame(record?.scopes, ALL, "the old key has all three scopes");
+  t.strictSame(
+    (await store.listApiKeys()).map((k) => k.scopes),
+    [ALL],
+    "listed with them",
+  );
+  const api = await build(t, { store });
+  t.equal((await api.withKey("/v2/create_session", { session: { id: "old" } }, OLD_KEY)).statusCode, 200, "ingest");
+  const headers = { "x-agentmon-api-key": OLD_KEY };
+  t.equal((await api.inject({ method: "GET", url: "/v2/sessions/old", headers })).statusCode, 200, "read");
+  t.equal((await api.inject({ method: "DELETE", url: "/v2/sessions/old", headers })).statusCode, 200, "admin");
+}
+
+t.test("SQLite: migration 005 gives a key of a version-4 file every scope", async (t) => {
+  const path = join(tempDir(t), "v4.db");
+  const v4 = new Database(path);
+  v4.pragma("journal_mode = WAL");
+  for (const name of ["001-create-tables", "002-read-api-and-cost", "003-otlp-traces", "004-prices"]) {
+    v4.exec(readFileSync(new URL(`../db/sqlite/migrations/${name}.sql`, import.meta.url), "utf8"));
+  }
+  v4.pragma("user_version = 4");
+  v4.prepare("INSERT INTO projects (id, name, created_at) VALUES ('p1', 'default', '2026-01-01T00:00:00Z')").run();
+  v4.prepare(
+    "INSERT INTO api_keys (id, project_id, key_hash, prefix, created_at) VALUES ('k1', 'p1', ?, ?, '2026-01-01T00:00:00Z')",
+  ).run(hashApiKey(OLD_KEY), keyPrefix(OLD_KEY));
+  v4.close();
+
+  const db = openDb(path);
+  t.equal(db.pragma("user_version", { simple: true }), schemaVersion(), "now at the latest version");
+  t.same(db.prepare("SELECT scopes FROM api_keys").all(), [{ scopes: "ingest,read,admin" }], "the column as stored");
+  await keepsEveryScope(t, sqliteStore(db));
+});
+
+t.test("PostgreSQL: migration 003 gives a key of a version-2 database every scope", async (t) => {
+  const unavailable = await postgresUnavailable();
+  if (unavailable && !postgresRequired()) {
+    t.comment(`skipped: ${unavailable}`);
+    return;
+  }
+  const url = await testDatabase(t);
+  // The database as version 2 left it: migration 003 undone, a key made then.
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query("ALTER TABLE api_keys DROP COLUMN scopes");
+    await client.query("UPDATE agentmon_schema SET version = 2");
+    await client.query("INSERT INTO projects (id, name, created_at) VALUES ('p1', 'default', '2026-01-01T00:00:00Z')");
+    await client.query(
+      "INSERT INTO api_keys (id, project_id, key_hash, prefix, created_at) VALUES ('k1', 'p1', $1, $2, '2026-01-01T00:00:00Z')",
+      [hashApiKey(OLD_KEY), keyPrefix(OLD_KEY)],
+    );
+  } finally {
+    await client.end();
+  }
+  const store = await openPostgresStore({ url });
+  t.equal(await store.ping(new Date().toISOString()), postgresVersion(), "now at the latest version");
+  await keepsEveryScope(t, store);
+});
