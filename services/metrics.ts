@@ -48,6 +48,7 @@ const REJECTIONS: Rejection[] = [
 ];
 const INGESTED: Ingested[] = ["sessions", "events", "spans", "log_records"];
 const REJECTED_ITEMS = ["spans", "log_records"] as const;
+const SWEPT = ["sessions", "events"] as const;
 
 /** Seconds; from a quick read to a slow storage fault. */
 const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -152,6 +153,7 @@ export class Metrics implements IngestCounts {
   readonly #refused = new Counts(REJECTIONS);
   readonly #ingested = new Counts(INGESTED);
   readonly #rejectedItems = new Counts(REJECTED_ITEMS);
+  readonly #swept = new Counts(SWEPT);
 
   /** `storageStats`: the store's figures (Store.stats()), asked for at each scrape. */
   constructor(storageStats: () => Promise<StorageStats>) {
@@ -170,6 +172,11 @@ export class Metrics implements IngestCounts {
 
   rejected(kind: (typeof REJECTED_ITEMS)[number], n: number) {
     if (n > 0) this.#rejectedItems.add(kind, n);
+  }
+
+  /** Sessions and events the retention sweep removed (services/retention.ts). */
+  swept(kind: (typeof SWEPT)[number], n: number) {
+    if (n > 0) this.#swept.add(kind, n);
   }
 
   /** Every metric, as the text GET /metrics answers. */
@@ -247,6 +254,12 @@ export class Metrics implements IngestCounts {
         help: "OTLP spans and log records refused one by one inside a partial success (the request itself succeeded)",
         type: "counter",
         samples: () => this.#rejectedItems.samples("kind"),
+      },
+      {
+        name: "agentmon_retention_removed_total",
+        help: "Sessions, and their events, removed by the retention sweep (AGENTMON_RETENTION_DAYS, agentmon projects set-retention)",
+        type: "counter",
+        samples: () => this.#swept.samples("kind"),
       },
       {
         name: "agentmon_storage_up",
