@@ -1,5 +1,6 @@
 /**
- * The `agentmon` command: `serve`, `keys create|list|revoke` and `prices check|import`. This is the only module that
+ * The `agentmon` command: `serve`, `keys create|list|revoke`, `prices check|import`,
+ * `projects list|set-retention`, `sessions delete` and `vacuum`. This is the only module that
  * reads the environment and the command line (bin/agentmon.js hands them in); everything else
  * gets its settings passed in.
  */
@@ -7,7 +8,10 @@ import { parseArgs } from "node:util";
 import { ConfigError, FLAG_OPTIONS, loadConfig, type Output, USAGE } from "./cli/config.ts";
 import { keys } from "./cli/keys.ts";
 import { prices } from "./cli/prices.ts";
+import { projects } from "./cli/projects.ts";
 import { serve } from "./cli/serve.ts";
+import { type SessionFlags, sessions } from "./cli/sessions.ts";
+import { vacuum } from "./cli/vacuum.ts";
 
 const console_: Output = {
   out: (line) => process.stdout.write(`${line}\n`),
@@ -28,6 +32,9 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Output = 
     if (command === "serve") return await serve(loadConfig(env, flags), io);
     if (command === "keys") return await keys(sub, rest, flags, loadConfig(env, flags), io);
     if (command === "prices") return await prices(sub, rest, loadConfig(env, flags), io);
+    if (command === "projects") return await projects(sub, rest, loadConfig(env, flags), io);
+    if (command === "sessions") return await sessions(sub, values as SessionFlags, loadConfig(env, flags), io);
+    if (command === "vacuum") return await vacuum(loadConfig(env, flags), io);
     io.err(USAGE);
     return command === undefined || command === "help" ? 0 : 2;
   } catch (error) {

@@ -44,6 +44,10 @@ export interface Config {
   metricsPort: number | undefined;
   /** Redis, where every node counts 4.6 and O3 (cli/limits.ts); unset: PostgreSQL or memory. */
   redisUrl: string | undefined;
+  /** Days a session is kept after its last activity, unless its project says otherwise; unset: forever. */
+  retentionDays: number | undefined;
+  /** Seconds between two retention sweeps of `serve`. */
+  retentionIntervalSeconds: number;
 }
 
 /** A configuration mistake: reported as one line, never a stack trace. */
@@ -130,7 +134,24 @@ const SETTINGS = {
     read: (v: string) => integer(v, "AGENTMON_METRICS_PORT", 0, 65535),
   },
   redisUrl: { env: "AGENTMON_REDIS_URL", flag: "redis-url", fallback: undefined, read: readRedisUrl },
+  retentionDays: { env: "AGENTMON_RETENTION_DAYS", flag: "retention-days", fallback: undefined, read: readDays },
+  retentionIntervalSeconds: {
+    env: "AGENTMON_RETENTION_INTERVAL",
+    flag: "retention-interval",
+    fallback: "600",
+    read: (v: string) => integer(v, "AGENTMON_RETENTION_INTERVAL", 1, 86_400),
+  },
 } as const;
+
+/** A retention: a whole number of days from 1 to 36500, or `forever` (undefined). */
+export function readDays(value: string, name = "AGENTMON_RETENTION_DAYS"): number | undefined {
+  if (value.trim().toLowerCase() === "forever") return undefined;
+  const n = Number(value.trim());
+  if (!/^\d+$/.test(value.trim()) || n < 1 || n > 36_500) {
+    throw new ConfigError(`${name} must be a whole number of days from 1 to 36500, or forever (got "${value}")`);
+  }
+  return n;
+}
 
 function integer(value: string, name: string, min: number, max: number): number {
   const n = Number(value);
@@ -288,7 +309,7 @@ export const USAGE = `Usage:
                  [--request-timeout SECONDS] [--keepalive-timeout SECONDS]
                  [--max-event-loop-delay MS] [--rate-limit PER_MINUTE] [--prices FILE]
                  [--synchronous normal|full] [--metrics-token T] [--metrics-port N]
-                 [--redis-url URL]
+                 [--redis-url URL] [--retention-days DAYS|forever] [--retention-interval SECONDS]
   agentmon keys create [--project NAME] [--scope ingest,read,admin]
                                           create an API key; it is printed once. Scopes (4.7):
                                           ingest (write API, OTLP), read (read API, web UI),
@@ -298,22 +319,34 @@ export const USAGE = `Usage:
   agentmon prices check                   models of stored llm events that have no price
   agentmon prices import FILE             check a price table and keep it in the database;
                                           serve uses it from its next start
+  agentmon projects list                  projects and their retention
+  agentmon projects set-retention <project> <days|forever|default>
+                                          keep its sessions that many days after their last
+                                          activity (default: AGENTMON_RETENTION_DAYS)
+  agentmon sessions delete --project NAME --before DATE [--tag T]... [--dry-run]
+                                          delete (or count) the sessions started before DATE
+  agentmon vacuum                         SQLite: rewrite the file, turning on incremental
+                                          auto-vacuum; pauses writes while it runs
 
---db and --database-url apply to keys and prices too.
+--db and --database-url apply to every command.
 Each serve flag has an environment variable: PORT, HOST, AGENTMON_DB, AGENTMON_DATABASE_URL, AGENTMON_API_KEY,
 AGENTMON_PUBLIC_URL, AGENTMON_JWT_SECRET, AGENTMON_BODY_LIMIT, AGENTMON_OTLP_BODY_LIMIT,
 AGENTMON_INFLIGHT_BYTES, AGENTMON_MAX_EVENTS,
 AGENTMON_LOG_LEVEL, AGENTMON_AUTH_FAIL_LIMIT, AGENTMON_AUTH_FAIL_WINDOW, AGENTMON_TRUST_PROXY,
 AGENTMON_REQUEST_TIMEOUT, AGENTMON_KEEPALIVE_TIMEOUT, AGENTMON_MAX_EVENT_LOOP_DELAY,
 AGENTMON_RATE_LIMIT, AGENTMON_PRICES, AGENTMON_SYNCHRONOUS, AGENTMON_METRICS_TOKEN,
-AGENTMON_METRICS_PORT, AGENTMON_REDIS_URL.`;
+AGENTMON_METRICS_PORT, AGENTMON_REDIS_URL, AGENTMON_RETENTION_DAYS, AGENTMON_RETENTION_INTERVAL.`;
 
-export const FLAG_OPTIONS = Object.fromEntries(
-  [...Object.values(SETTINGS).map((s) => s.flag), "project", "scope"].map((flag) => [
-    flag,
-    { type: "string" as const },
-  ]),
-);
+export const FLAG_OPTIONS = {
+  ...Object.fromEntries(
+    [...Object.values(SETTINGS).map((s) => s.flag), "project", "scope", "before"].map((flag) => [
+      flag,
+      { type: "string" as const },
+    ]),
+  ),
+  tag: { type: "string" as const, multiple: true },
+  "dry-run": { type: "boolean" as const },
+};
 
 /** Where the commands write: the console, or what a test collects. */
 export interface Output {

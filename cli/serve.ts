@@ -8,6 +8,7 @@ import { importedEntries, priceTable, shippedPrices } from "../domain/prices.ts"
 import { type MetricsListener, metricsListener } from "../http/metrics.ts";
 import type { RequestLimits } from "../http/ratelimit.ts";
 import { Metrics } from "../services/metrics.ts";
+import { startSweeper } from "../services/retention.ts";
 import { type Config, ConfigError, DEFAULT_PROJECT, type Output } from "./config.ts";
 import { createKey } from "./keys.ts";
 import { chooseLimits } from "./limits.ts";
@@ -114,6 +115,18 @@ export async function serve(config: Config, io: Output): Promise<number> {
   });
   let metricsPort: MetricsListener | undefined;
   app.addHook("onClose", async () => metricsPort?.close());
+  // Retention (docs/decisions/020-retention.md): shortly after start, then every interval; it
+  // stops (after its current batch) before the store closes.
+  const sweeper = startSweeper({
+    store,
+    defaultDays: config.retentionDays,
+    metrics,
+    intervalMs: config.retentionIntervalSeconds * 1000,
+    firstDelayMs: Math.min(30_000, config.retentionIntervalSeconds * 1000),
+    onSwept: (removed, ms) => app.log.info({ ...removed, ms: Math.round(ms) }, "retention: removed idle sessions"),
+    onError: (error) => app.log.warn({ err: error }, "retention: the sweep failed; the next one tries again"),
+  });
+  app.addHook("preClose", async () => sweeper.stop());
   const showFirstKey = (where: string | undefined) => {
     if (firstKey === undefined) return;
     io.out(`agentmon: created the first API key, for project "${DEFAULT_PROJECT}". It is shown only now:`);

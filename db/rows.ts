@@ -268,3 +268,27 @@ export function rowWithRecords(row: EventRow, records: SpanLogRecord[]): EventRo
   const event = { ...recordOfRow(row), parent_id: row[ROW.parent_id], own_agent_id: row[ROW.own_agent_id] };
   return eventRow(withLogRecords(event as SpanEventRecord, records));
 }
+
+/** A candidate of a delete batch (Store.deleteSessions): its row key, its list position, its events. */
+export interface Picked {
+  pk: number;
+  init_us: number;
+  id: string;
+  events: number;
+}
+
+/**
+ * The sessions of one delete batch: the candidates in list order, at most `maxSessions`, and no
+ * more events than `maxEvents` unless the first session alone has more (a session is never split).
+ */
+export function takeBatch(rows: Picked[], batch: { maxSessions: number; maxEvents: number }) {
+  const taken: Picked[] = [];
+  let events = 0;
+  for (const row of rows) {
+    if (taken.length === batch.maxSessions) break;
+    if (taken.length > 0 && events + row.events > batch.maxEvents) break;
+    taken.push(row);
+    events += row.events;
+  }
+  return { rows: taken, events };
+}

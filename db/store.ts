@@ -10,6 +10,8 @@
 import type {
   AgentRecord,
   ApiKeyRecord,
+  DeleteBatch,
+  DeletedBatch,
   EventPatch,
   EventRecord,
   ImportedPrices,
@@ -17,6 +19,7 @@ import type {
   NewSession,
   Page,
   Position,
+  ProjectRecord,
   Scope,
   SessionChanges,
   SessionFilter,
@@ -50,6 +53,14 @@ export interface Store {
   apiKeyById(id: string): Promise<ApiKeyRecord | undefined>;
   listApiKeys(): Promise<ApiKeyRecord[]>;
   revokeApiKey(id: string, now: string): Promise<void>;
+
+  /** Every project, by name, with its retention. */
+  listProjects(): Promise<ProjectRecord[]>;
+  /**
+   * Sets the project's retention: days, 0 (keep forever) or null (the server's default);
+   * answers the project, or undefined when no project has that name (none is made).
+   */
+  setRetention(projectName: string, days: number | null): Promise<ProjectRecord | undefined>;
 
   /** Creates the session unless its id exists (in any project); says which project owns it now. */
   createSession(projectId: string, session: NewSession): Promise<{ created: boolean; projectId: string }>;
@@ -102,6 +113,24 @@ export interface Store {
   ): Promise<Page<EventRecord> | undefined>;
   /** Removes the session with its events and agents, in one transaction; false when it is not in the project. */
   deleteSession(projectId: string, sessionId: string): Promise<boolean>;
+  /**
+   * One batch of a bulk delete or a retention sweep: the project's sessions that match the filter
+   * (as listSessions matches them), in list order after `batch.after`, at most `maxSessions` of
+   * them and, past the first, no more than `maxEvents` events in all; removed whole, with their
+   * events, agents, logs and span records, in one write transaction of the group commit, where
+   * the filter is checked too (so a session that became active meanwhile is not removed). With
+   * `dryRun`, the same batch is counted and nothing is removed. The service calls it again from
+   * `next` until it is null.
+   */
+  deleteSessions(projectId: string, filter: SessionFilter, batch: DeleteBatch): Promise<DeletedBatch>;
+  /**
+   * Gives free pages back to the file system after deletes, at most `maxPages` of them in one
+   * short write (SQLite with auto_vacuum = INCREMENTAL: PRAGMA incremental_vacuum); answers the
+   * pages freed and the free pages left. An engine that reuses its free space itself (PostgreSQL,
+   * by autovacuum), or a SQLite file made before auto_vacuum (until `agentmon vacuum`), answers
+   * zeros.
+   */
+  reclaimSpace(maxPages: number): Promise<{ freed: number; left: number }>;
 
   /** Stores the events not already stored under their id; false when the session is not in the project. */
   insertEvents(projectId: string, sessionId: string, events: EventRecord[], keyId?: string): Promise<boolean>;

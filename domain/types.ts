@@ -221,6 +221,37 @@ export interface SessionFilter {
   q?: string;
   /** The conversation of an OTLP trace (otlp.md T13). */
   conversation_id?: string;
+  /**
+   * Retention (docs/decisions/020-retention.md): the session's last activity, the latest of its
+   * start, its end_timestamp and its events' init and end times, is before this instant.
+   */
+  idle_before_us?: number;
+}
+
+/** A project, with its retention: days, 0 to keep its sessions forever, null for the server's default. */
+export interface ProjectRecord {
+  id: string;
+  name: string;
+  created_at: string;
+  retention_days: number | null;
+}
+
+/** One batch of a bulk delete or a retention sweep (Store.deleteSessions). */
+export interface DeleteBatch {
+  /** Start after this session, in list order (newest first); the first batch: undefined. */
+  after?: Position | undefined;
+  /** The most sessions in the batch, and the most events (a session over it is a batch alone). */
+  maxSessions: number;
+  maxEvents: number;
+  /** Count only: nothing is deleted. */
+  dryRun: boolean;
+}
+
+/** What one batch removed (or, dry, would remove), and where the next starts (null: the last). */
+export interface DeletedBatch {
+  sessions: number;
+  events: number;
+  next: Position | null;
 }
 
 /** The figures of a session's events that Stats are made of (zeros when it has none). */

@@ -7,6 +7,7 @@ import { createSession } from "./createSession.ts";
 import { createSessionUnversioned } from "./createSessionUnversioned.ts";
 import { createThread } from "./createThread.ts";
 import { deleteSession } from "./deleteSession.ts";
+import { deleteSessions } from "./deleteSessions.ts";
 import { exportLogs } from "./exportLogs.ts";
 import { exportMetrics } from "./exportMetrics.ts";
 import { exportSession } from "./exportSession.ts";
@@ -51,6 +52,7 @@ export const createHandlers = (deps: Deps) =>
     getSessionStats: getSessionStats(deps),
     exportSession: exportSession(deps),
     deleteSession: deleteSession(deps),
+    deleteSessions: deleteSessions(deps),
     getHealth: getHealth(deps),
     getReadiness: getReadiness(deps),
     getMetrics: getMetrics(deps),

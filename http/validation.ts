@@ -63,6 +63,8 @@ function describe(error: AjvError): string | undefined {
       return `must have at most ${p.limit} items`;
     case "minimum":
       return `must be >= ${p.limit}`;
+    case "additionalProperties":
+      return "is not a field of this request";
     case "if":
     case "anyOf":
     case "oneOf":
@@ -78,9 +80,11 @@ export function detailsFromAjv(errors: AjvError[]): ErrorDetail[] {
   for (const error of errors) {
     const message = describe(error);
     if (message === undefined) continue;
+    // The property itself: one that is missing, or one that the schema does not allow.
+    const property = error.keyword === "required" ? error.params.missingProperty : error.params.additionalProperty;
     const pointer =
-      error.keyword === "required"
-        ? `${error.instancePath}/${String(error.params.missingProperty).replaceAll("~", "~0").replaceAll("/", "~1")}`
+      error.keyword === "required" || error.keyword === "additionalProperties"
+        ? `${error.instancePath}/${String(property).replaceAll("~", "~0").replaceAll("/", "~1")}`
         : error.instancePath;
     const path = pointerToPath(pointer);
     if (seen.has(path)) continue; // one entry per problem: a null-or-enum field fails twice

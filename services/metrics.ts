@@ -51,6 +51,7 @@ const REJECTIONS: Rejection[] = [
 ];
 const INGESTED: Ingested[] = ["sessions", "events", "spans", "log_records"];
 const REJECTED_ITEMS = ["spans", "log_records"] as const;
+const SWEPT = ["sessions", "events"] as const;
 
 /** Seconds; from a quick read to a slow storage fault. */
 const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -157,6 +158,7 @@ export class Metrics implements IngestCounts {
   readonly #rejectedItems = new Counts(REJECTED_ITEMS);
   /** The ceiling on memory, once an app has one (services/inflight.ts). */
   #inflight: Pick<InflightBytes, "bytes" | "limit"> | undefined;
+  readonly #swept = new Counts(SWEPT);
 
   /** `storageStats`: the store's figures (Store.stats()), asked for at each scrape. */
   constructor(storageStats: () => Promise<StorageStats>) {
@@ -180,6 +182,11 @@ export class Metrics implements IngestCounts {
 
   rejected(kind: (typeof REJECTED_ITEMS)[number], n: number) {
     if (n > 0) this.#rejectedItems.add(kind, n);
+  }
+
+  /** Sessions and events the retention sweep removed (services/retention.ts). */
+  swept(kind: (typeof SWEPT)[number], n: number) {
+    if (n > 0) this.#swept.add(kind, n);
   }
 
   /** Every metric, as the text GET /metrics answers. */
@@ -269,6 +276,12 @@ export class Metrics implements IngestCounts {
         help: "AGENTMON_INFLIGHT_BYTES: past it new request bodies get 503 (reason inflight_bytes)",
         type: "gauge",
         samples: () => one(this.#inflight?.limit),
+      },
+      {
+        name: "agentmon_retention_removed_total",
+        help: "Sessions, and their events, removed by the retention sweep (AGENTMON_RETENTION_DAYS, agentmon projects set-retention)",
+        type: "counter",
+        samples: () => this.#swept.samples("kind"),
       },
       {
         name: "agentmon_storage_up",

@@ -1,11 +1,12 @@
 /** The read API (issue 5): a project's sessions, listed and filtered, read whole, deleted. */
 import type { Store } from "../db/store.ts";
 import { decodeCursor, encodeCursor } from "../domain/cursor.ts";
-import { type ErrorDetail, invalidParameters, sessionNotFound } from "../domain/errors.ts";
+import { type ErrorDetail, invalidParameters, invalidRequest, sessionNotFound } from "../domain/errors.ts";
 import { canonicalEndState, END_STATE_RULE, KINDS } from "../domain/records.ts";
 import { parseTimestamp } from "../domain/timestamps.ts";
 import type { Kind, SessionFilter } from "../domain/types.ts";
 import type { operations } from "../generated/api.ts";
+import { deleteSessions } from "./retention.ts";
 
 const CURSOR_PROBLEM: ErrorDetail = {
   path: "query.cursor",
@@ -16,30 +17,61 @@ const CURSOR_PROBLEM: ErrorDetail = {
 type SessionsQuery = NonNullable<operations["listSessions"]["parameters"]["query"]>;
 type EventsQuery = NonNullable<operations["listSessionEvents"]["parameters"]["query"]>;
 
+/** The filters of GET /v2/sessions, and of POST /v2/sessions/delete's body (the same names). */
+type FilterFields = Pick<SessionsQuery, "tag" | "end_state" | "from" | "to" | "agent_id" | "q" | "conversation_id">;
+
+/** The SessionFilter of the list's filters; a problem is pushed to `errors`, its path under `where`. */
+function sessionFilter(fields: FilterFields, where: string, errors: ErrorDetail[]): SessionFilter {
+  const at = (name: string) => (where === "" ? name : `${where}.${name}`);
+  const filter: SessionFilter = {};
+  if (fields.tag !== undefined) filter.tags = fields.tag;
+  if (fields.end_state !== undefined) {
+    const state = canonicalEndState(fields.end_state);
+    if (state) filter.end_state = state;
+    else errors.push({ path: at("end_state"), message: END_STATE_RULE });
+  }
+  // ajv has checked both formats (G6); parse again for the instant.
+  const from = fields.from === undefined ? undefined : parseTimestamp(fields.from);
+  const to = fields.to === undefined ? undefined : parseTimestamp(fields.to);
+  if (from) filter.from_us = from.us;
+  if (to) filter.to_us = to.us;
+  if (fields.agent_id !== undefined) filter.agent_id = fields.agent_id;
+  if (fields.q) filter.q = fields.q; // every reason contains "": an empty q filters nothing
+  if (fields.conversation_id !== undefined) filter.conversation_id = fields.conversation_id;
+  return filter;
+}
+
 /** A page of the project's sessions, newest first, filtered; with the cursor of the next page. */
 export async function listSessions(store: Store, projectId: string, query: SessionsQuery) {
   const errors: ErrorDetail[] = [];
-  const filter: SessionFilter = {};
-  if (query.tag !== undefined) filter.tags = query.tag;
-  if (query.end_state !== undefined) {
-    const state = canonicalEndState(query.end_state);
-    if (state) filter.end_state = state;
-    else errors.push({ path: "query.end_state", message: END_STATE_RULE });
-  }
-  // ajv has checked both formats (G6); parse again for the instant.
-  const from = query.from === undefined ? undefined : parseTimestamp(query.from);
-  const to = query.to === undefined ? undefined : parseTimestamp(query.to);
-  if (from) filter.from_us = from.us;
-  if (to) filter.to_us = to.us;
-  if (query.agent_id !== undefined) filter.agent_id = query.agent_id;
-  if (query.q) filter.q = query.q; // every reason contains "": an empty q filters nothing
-  if (query.conversation_id !== undefined) filter.conversation_id = query.conversation_id;
+  const filter = sessionFilter(query, "query", errors);
   const after = query.cursor === undefined ? undefined : decodeCursor("sessions", query.cursor);
   if (query.cursor !== undefined && !after) errors.push(CURSOR_PROBLEM);
   if (errors.length > 0) throw invalidParameters(errors);
 
   const page = await store.listSessions(projectId, filter, after, query.limit ?? 50);
   return { items: page.items, next_cursor: page.next === null ? null : encodeCursor("sessions", page.next) };
+}
+
+type BulkDelete = operations["deleteSessions"]["requestBody"]["content"]["application/json"];
+
+/**
+ * POST /v2/sessions/delete: the project's sessions matching the list's filters, removed in
+ * batches (services/retention.ts), or counted with dry_run. At least one filter is required.
+ */
+export async function bulkDelete(store: Store, projectId: string, body: BulkDelete) {
+  const errors: ErrorDetail[] = [];
+  const { dry_run: dryRun = false, ...fields } = body;
+  const filter = sessionFilter(fields, "", errors);
+  if (Object.keys(fields).length === 0) {
+    errors.push({
+      path: "",
+      message:
+        "must give at least one filter (tag, end_state, from, to, agent_id, q, conversation_id); to delete every session, give to as now",
+    });
+  }
+  if (errors.length > 0) throw invalidRequest(errors);
+  return { ...(await deleteSessions(store, projectId, filter, dryRun)), dryRun };
 }
 
 /** `llm` or the SDK's `llms` (E2): the kind either names. */

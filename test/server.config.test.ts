@@ -181,3 +181,29 @@ t.test("readSize", async (t) => {
     isOneLineConfigError(t, () => readSize(bad), "AGENTMON_BODY_LIMIT", `${JSON.stringify(bad)} is refused`);
   }
 });
+
+t.test("loadConfig: AGENTMON_RETENTION_DAYS and AGENTMON_RETENTION_INTERVAL", async (t) => {
+  const defaults = loadConfig({}, {});
+  t.equal(defaults.retentionDays, undefined, "kept forever by default");
+  t.equal(defaults.retentionIntervalSeconds, 600, "a sweep every 10 minutes");
+  t.equal(loadConfig({ AGENTMON_RETENTION_DAYS: "30" }, {}).retentionDays, 30);
+  t.equal(loadConfig({ AGENTMON_RETENTION_DAYS: "30" }, { "retention-days": "7" }).retentionDays, 7, "the flag wins");
+  t.equal(loadConfig({ AGENTMON_RETENTION_DAYS: "Forever" }, {}).retentionDays, undefined, "forever");
+  t.equal(loadConfig({}, { "retention-interval": "60" }).retentionIntervalSeconds, 60);
+  for (const days of ["0", "-1", "1.5", "a week", "36501"]) {
+    isOneLineConfigError(
+      t,
+      () => loadConfig({ AGENTMON_RETENTION_DAYS: days }, {}),
+      "AGENTMON_RETENTION_DAYS",
+      `days ${days}`,
+    );
+  }
+  for (const seconds of ["0", "-5", "soon"]) {
+    isOneLineConfigError(
+      t,
+      () => loadConfig({}, { "retention-interval": seconds }),
+      "AGENTMON_RETENTION_INTERVAL",
+      `interval ${seconds}`,
+    );
+  }
+});

@@ -2,7 +2,7 @@
 import type pg from "pg";
 import { uuidv7 } from "../../domain/ids.ts";
 import { SCOPES, scopesColumn, scopesOfColumn } from "../../domain/keys.ts";
-import type { ApiKeyRecord, Scope } from "../../domain/types.ts";
+import type { ApiKeyRecord, ProjectRecord, Scope } from "../../domain/types.ts";
 
 const API_KEY_COLUMNS = `k.id, k.project_id, p.name AS project_name, k.prefix, k.created_at, k.revoked_at, k.scopes
   FROM api_keys k JOIN projects p ON p.id = k.project_id`;
@@ -63,6 +63,19 @@ export const keyQueries = {
     await db.query("INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING", [key, fallback]);
     const { rows } = await db.query<{ value: string }>("SELECT value FROM meta WHERE key = $1", [key]);
     return (rows[0] as { value: string }).value;
+  },
+  async projects(db: Queryable) {
+    const { rows } = await db.query<ProjectRecord>(
+      'SELECT id, name, created_at, retention_days FROM projects ORDER BY name COLLATE "C"',
+    );
+    return rows;
+  },
+  async setRetention(db: Queryable, name: string, days: number | null) {
+    const { rows } = await db.query<ProjectRecord>(
+      "UPDATE projects SET retention_days = $1 WHERE name = $2 RETURNING id, name, created_at, retention_days",
+      [days, name],
+    );
+    return rows[0];
   },
   async heartbeat(db: Queryable, now: string) {
     await db.query(

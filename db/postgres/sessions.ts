@@ -1,6 +1,8 @@
 /** Sessions on PostgreSQL: create, read with totals, update under a row lock, list, delete. */
 import type pg from "pg";
 import type {
+  DeleteBatch,
+  DeletedBatch,
   NewSession,
   Page,
   Position,
@@ -16,10 +18,12 @@ import {
   eventRecord,
   json,
   NO_TOTALS,
+  type Picked,
   type SessionRow,
   type StoredEvent,
   sessionRecord,
   type TotalsRow,
+  takeBatch,
   totals,
 } from "../rows.ts";
 
@@ -157,6 +161,29 @@ export async function listSessions(
   after: Position | undefined,
   limit: number,
 ): Promise<Page<SessionWithTotals>> {
+  const { params, where, p } = conditions(projectId, filter, after);
+  const { rows } = await db.query<PgSessionRow>(
+    `SELECT ${LIST_COLUMNS} FROM sessions s WHERE ${where.join(" AND ")}
+     ORDER BY s.init_us DESC, s.id DESC LIMIT ${p(limit + 1)}`,
+    params,
+  );
+  const page = rows.slice(0, limit);
+  const last = page[page.length - 1];
+  const byPk = await totalsOf(
+    db,
+    page.map((row) => row.pk),
+  );
+  return {
+    items: page.map((row) => ({ session: recordOf(row), totals: byPk.get(row.pk) ?? NO_TOTALS })),
+    next: rows.length > limit && last ? { init_us: last.init_us, id: last.id } : null,
+  };
+}
+
+/** A stored timestamp (text, always with its zone) as microseconds since the epoch, exactly. */
+const usOf = (column: string) => `(extract(epoch FROM ${column}::timestamptz) * 1000000)::int8`;
+
+/** The WHERE of a list query (and a delete batch's): only the filters given, with their parameters. */
+function conditions(projectId: string, filter: SessionFilter, after: Position | undefined) {
   const params: unknown[] = [projectId];
   const p = (value: unknown) => `$${params.push(value)}`;
   const where = ["s.project_id = $1"];
@@ -173,21 +200,45 @@ export async function listSessions(
   }
   if (filter.q !== undefined) where.push(`strpos(lower(s.end_state_reason), ${p(filter.q.toLowerCase())}) > 0`);
   if (filter.conversation_id !== undefined) where.push(`s.conversation_id = ${p(filter.conversation_id)}`);
-  const { rows } = await db.query<PgSessionRow>(
-    `SELECT ${LIST_COLUMNS} FROM sessions s WHERE ${where.join(" AND ")}
-     ORDER BY s.init_us DESC, s.id DESC LIMIT ${p(limit + 1)}`,
+  if (filter.idle_before_us !== undefined) {
+    // Retention: the last activity (start, end, every event's init and end) is before it.
+    const idle = p(filter.idle_before_us);
+    where.push(`s.init_us < ${idle} AND (s.end_timestamp IS NULL OR ${usOf("s.end_timestamp")} < ${idle})
+      AND NOT EXISTS (SELECT 1 FROM events e WHERE e.session_pk = s.pk AND (e.init_us >= ${idle} OR e.end_us >= ${idle}))`);
+  }
+  return { params, where, p };
+}
+
+/**
+ * One batch of Store.deleteSessions in the caller's transaction (a dry run: any snapshot). The
+ * candidates are locked (FOR UPDATE) so that another node's write to one of them waits, and the
+ * filter holds for what is deleted; their events, agents, logs and span records go by ON DELETE
+ * CASCADE, the events counted first.
+ */
+export async function deleteBatch(
+  tx: Queryable,
+  projectId: string,
+  filter: SessionFilter,
+  batch: DeleteBatch,
+): Promise<DeletedBatch> {
+  const { params, where, p } = conditions(projectId, filter, batch.after);
+  const { rows } = await tx.query<Picked>(
+    `SELECT s.pk, s.init_us, s.id, (SELECT count(*) FROM events e WHERE e.session_pk = s.pk) AS events
+     FROM sessions s WHERE ${where.join(" AND ")}
+     ORDER BY s.init_us DESC, s.id DESC LIMIT ${p(batch.maxSessions + 1)} ${batch.dryRun ? "" : "FOR UPDATE OF s"}`,
     params,
   );
-  const page = rows.slice(0, limit);
-  const last = page[page.length - 1];
-  const byPk = await totalsOf(
-    db,
-    page.map((row) => row.pk),
+  const picked = takeBatch(rows, batch);
+  const last = picked.rows[picked.rows.length - 1];
+  const next = picked.rows.length < rows.length && last ? { init_us: last.init_us, id: last.id } : null;
+  if (batch.dryRun || picked.rows.length === 0) return { sessions: picked.rows.length, events: picked.events, next };
+  const pks = picked.rows.map((row) => row.pk);
+  const { rows: counted } = await tx.query<{ events: number }>(
+    "SELECT count(*) AS events FROM events WHERE session_pk = ANY($1::int8[])",
+    [pks],
   );
-  return {
-    items: page.map((row) => ({ session: recordOf(row), totals: byPk.get(row.pk) ?? NO_TOTALS })),
-    next: rows.length > limit && last ? { init_us: last.init_us, id: last.id } : null,
-  };
+  const { rowCount } = await tx.query("DELETE FROM sessions WHERE pk = ANY($1::int8[])", [pks]);
+  return { sessions: rowCount ?? 0, events: counted[0]?.events ?? 0, next };
 }
 
 /** Run inside a read transaction (REPEATABLE READ), so that the parts agree. */

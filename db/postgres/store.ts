@@ -22,11 +22,12 @@ import { eventRow } from "../rows.ts";
 import type { Store } from "../store.ts";
 import { rethrow } from "./errors.ts";
 import { type EventPatcher, eventsPage, updateEvents, upsertAgent } from "./events.ts";
-import { PgGroupCommit } from "./group-commit.ts";
+import { GROUP_MAX_ROWS, PgGroupCommit } from "./group-commit.ts";
 import { keyQueries } from "./keys.ts";
 import { migrate, schemaVersion, versionOf } from "./migrate.ts";
 import {
   createSession,
+  deleteBatch,
   deleteSession,
   listSessions,
   pkOf,
@@ -199,6 +200,8 @@ function postgresStore(
       apiKeyById: (id) => keyQueries.byId(readers, id),
       listApiKeys: () => keyQueries.list(readers),
       revokeApiKey: (id, now) => keyQueries.revoke(readers, id, now),
+      listProjects: () => keyQueries.projects(readers),
+      setRetention: (name, days) => keyQueries.setRetention(readers, name, days),
 
       createSession: (projectId, session) => group.write(1, undefined, (tx) => createSession(tx, projectId, session)),
       async getSession(projectId, id) {
@@ -213,6 +216,14 @@ function postgresStore(
         inSession(readers, projectId, sessionId, (pk) => eventsPage(readers, pk, page), undefined),
       deleteSession: (projectId, sessionId) =>
         group.write(1, undefined, (tx) => deleteSession(tx, projectId, sessionId)),
+      // A batch is one call of the group commit, weighed as a full group so that it runs in a
+      // transaction of its own (as on SQLite); a dry run reads one snapshot.
+      deleteSessions: (projectId, filter, batch) =>
+        batch.dryRun
+          ? snapshot((tx) => deleteBatch(tx, projectId, filter, batch))
+          : write(GROUP_MAX_ROWS, undefined, projectId, (tx) => deleteBatch(tx, projectId, filter, batch)),
+      // Deleted rows' space is reused by (auto)vacuum; nothing is given back to the file system here.
+      reclaimSpace: async () => ({ freed: 0, left: 0 }),
 
       insertEvents: (projectId, sessionId, list: EventRecord[], keyId) =>
         group.events(projectId, sessionId, list.map(eventRow), keyId),

@@ -1,7 +1,7 @@
 /** Projects, API keys and the meta table (the JWT secret, the readiness heartbeat). */
 import { uuidv7 } from "../../domain/ids.ts";
 import { isLive, SCOPES, scopesColumn, scopesOfColumn } from "../../domain/keys.ts";
-import type { ApiKeyRecord, Scope } from "../../domain/types.ts";
+import type { ApiKeyRecord, ProjectRecord, Scope } from "../../domain/types.ts";
 import { KeyRevoked } from "../errors.ts";
 import type { Db } from "./open.ts";
 
@@ -43,6 +43,13 @@ export function keyStatements(db: Db) {
     dataVersion: db.prepare("PRAGMA data_version").pluck(),
     keyList: db.prepare<[], KeyRow>(`SELECT ${API_KEY_COLUMNS} ORDER BY k.created_at, k.id`),
     keyRevoke: db.prepare("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL"),
+    projectList: db.prepare<[], ProjectRecord>(
+      "SELECT id, name, created_at, retention_days FROM projects ORDER BY name",
+    ),
+    projectGet: db.prepare<[string], ProjectRecord>(
+      "SELECT id, name, created_at, retention_days FROM projects WHERE name = ?",
+    ),
+    projectRetention: db.prepare("UPDATE projects SET retention_days = ? WHERE name = ?"),
   };
   /** API keys by id, valid while data_version stays the same (see byId). */
   const cache = { version: -1, byId: new Map<string, ApiKeyRecord | undefined>() };
@@ -100,5 +107,11 @@ export function keyStatements(db: Db) {
       return (q.metaGet.get(key) as { value: string }).value;
     },
     heartbeat: (now: string) => q.heartbeat.run(now),
+    projects: () => q.projectList.all(),
+    /** In the caller's transaction. */
+    setRetention(name: string, days: number | null) {
+      q.projectRetention.run(days, name);
+      return q.projectGet.get(name);
+    },
   };
 }

@@ -23,6 +23,10 @@ export interface DbOptions {
 export function openDb(path: string, options: DbOptions = {}): Db {
   if (path !== ":memory:" && path !== "") mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path);
+  // A new database gives the pages of deleted rows back to the file system in small steps
+  // (Store.reclaimSpace, after a retention sweep). It must be set before the first table; on an
+  // older database it takes effect at its next VACUUM (`agentmon vacuum`).
+  if (isEmpty(db)) db.pragma("auto_vacuum = INCREMENTAL");
   db.pragma("journal_mode = WAL");
   db.pragma(`synchronous = ${options.synchronous === "full" ? "FULL" : "NORMAL"}`);
   db.pragma("foreign_keys = ON");
@@ -33,6 +37,8 @@ export function openDb(path: string, options: DbOptions = {}): Db {
   migrate(db);
   return db;
 }
+
+const isEmpty = (db: Db) => db.prepare("SELECT count(*) FROM sqlite_schema").pluck().get() === 0;
 
 /** A read-only connection to an existing file, for reads beside the writer (db/sqlite/thread.ts). */
 export function openReader(path: string): Db {

@@ -1,6 +1,8 @@
 /** Sessions: create, read with totals, update, list with filters and keyset pages, delete. */
 import type Database from "better-sqlite3";
 import type {
+  DeleteBatch,
+  DeletedBatch,
   NewSession,
   Page,
   Position,
@@ -16,13 +18,24 @@ import {
   eventRecord,
   json,
   NO_TOTALS,
+  type Picked,
   type SessionRow,
   type StoredEvent,
   sessionRecord,
   type TotalsRow,
+  takeBatch,
   totals,
 } from "../rows.ts";
 import type { Db } from "./open.ts";
+
+/**
+ * A stored timestamp (always YYYY-MM-DDTHH:MM:SS[.f{1,6}]Z, lib/timestamps.ts) as microseconds
+ * since the epoch, in SQL: as migration 002 computes events.end_us.
+ */
+const usOf = (column: string) => `(unixepoch(substr(${column}, 1, 19)) * 1000000
+  + CASE WHEN length(${column}) > 21
+      THEN CAST(substr(substr(${column}, 21, length(${column}) - 21) || '000000', 1, 6) AS INTEGER)
+      ELSE 0 END)`;
 
 /**
  * The session list's conditions. Its SQL depends on which filters are given: only those
@@ -40,6 +53,10 @@ const CONDITIONS = {
           OR EXISTS (SELECT 1 FROM events e WHERE e.agent_id = @agent_id AND e.session_pk = s.pk))`,
   q: "agentmon_contains_ci(s.end_state_reason, @q)",
   conversation_id: "s.conversation_id = @conversation_id",
+  // Retention: the last activity (start, end, every event's init and end) is before @idle_us.
+  idle: `s.init_us < @idle_us AND (s.end_timestamp IS NULL OR ${usOf("s.end_timestamp")} < @idle_us)
+          AND NOT EXISTS (SELECT 1 FROM events e WHERE e.session_pk = s.pk
+            AND (e.init_us >= @idle_us OR e.end_us >= @idle_us))`,
 } as const;
 type Condition = keyof typeof CONDITIONS;
 
@@ -60,6 +77,7 @@ function listQuery(projectId: string, filter: SessionFilter, after: Position | u
   if (filter.agent_id !== undefined) add("agent_id", { agent_id: filter.agent_id });
   if (filter.q !== undefined) add("q", { q: filter.q.toLowerCase() });
   if (filter.conversation_id !== undefined) add("conversation_id", { conversation_id: filter.conversation_id });
+  if (filter.idle_before_us !== undefined) add("idle", { idle_us: filter.idle_before_us });
   return { conditions, params };
 }
 
@@ -106,6 +124,12 @@ function prepare(db: Db) {
     deleteLogs: db.prepare("DELETE FROM session_logs WHERE session_pk = ?"),
     deleteRecords: db.prepare("DELETE FROM span_records WHERE session_pk = ?"),
     delete: db.prepare("DELETE FROM sessions WHERE pk = ?"),
+    // A batch of sessions (a JSON array of pks), with what is keyed by them.
+    deleteManyEvents: db.prepare("DELETE FROM events WHERE session_pk IN (SELECT value FROM json_each(?))"),
+    deleteManyAgents: db.prepare("DELETE FROM agents WHERE session_pk IN (SELECT value FROM json_each(?))"),
+    deleteManyLogs: db.prepare("DELETE FROM session_logs WHERE session_pk IN (SELECT value FROM json_each(?))"),
+    deleteManyRecords: db.prepare("DELETE FROM span_records WHERE session_pk IN (SELECT value FROM json_each(?))"),
+    deleteMany: db.prepare("DELETE FROM sessions WHERE pk IN (SELECT value FROM json_each(?))"),
   };
 }
 
@@ -122,6 +146,7 @@ export class SessionTable {
   readonly #db: Db;
   readonly #q: ReturnType<typeof prepare>;
   readonly #lists = new Map<string, Database.Statement<Record<string, unknown>, SessionRow>>();
+  readonly #picks = new Map<string, Database.Statement<Record<string, unknown>, Picked>>();
 
   constructor(db: Db) {
     this.#db = db;
@@ -197,6 +222,27 @@ export class SessionTable {
     return true;
   }
 
+  /**
+   * One batch of Store.deleteSessions, in the caller's transaction (a group commit's savepoint;
+   * a dry run: any read).
+   */
+  deleteBatch(projectId: string, filter: SessionFilter, batch: DeleteBatch): DeletedBatch {
+    const { conditions, params } = listQuery(projectId, filter, batch.after, batch.maxSessions);
+    const rows = this.#pickStatement(conditions).all(params);
+    const picked = takeBatch(rows, batch);
+    const last = picked.rows[picked.rows.length - 1];
+    const next = picked.rows.length < rows.length && last ? { init_us: last.init_us, id: last.id } : null;
+    if (batch.dryRun || picked.rows.length === 0) return { sessions: picked.rows.length, events: picked.events, next };
+    const pks = json(picked.rows.map((row) => row.pk));
+    // Explicit rather than by ON DELETE CASCADE, which only works where foreign_keys is on.
+    const events = this.#q.deleteManyEvents.run(pks).changes;
+    this.#q.deleteManyAgents.run(pks);
+    this.#q.deleteManyLogs.run(pks);
+    this.#q.deleteManyRecords.run(pks);
+    const sessions = this.#q.deleteMany.run(pks).changes;
+    return { sessions, events, next };
+  }
+
   /** The session's row, when the session exists in that project. */
   #row(projectId: string, id: string) {
     const row = this.#q.get.get(id);
@@ -210,6 +256,21 @@ export class SessionTable {
 
   #totalsOf(pk: number) {
     return this.#totals([pk]).get(pk) ?? NO_TOTALS;
+  }
+
+  /** The candidates of a delete batch: row key, position and event count, in list order. */
+  #pickStatement(conditions: Condition[]) {
+    const key = conditions.join(",");
+    let statement = this.#picks.get(key);
+    if (!statement) {
+      const where = ["s.project_id = @project_id", ...conditions.map((c) => CONDITIONS[c])].join(" AND ");
+      statement = this.#db.prepare<Record<string, unknown>, Picked>(
+        `SELECT s.pk, s.init_us, s.id, (SELECT count(*) FROM events e WHERE e.session_pk = s.pk) AS events
+         FROM sessions s WHERE ${where} ORDER BY s.init_us DESC, s.id DESC LIMIT @limit`,
+      );
+      this.#picks.set(key, statement);
+    }
+    return statement;
   }
 
   #listStatement(conditions: Condition[]) {

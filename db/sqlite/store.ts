@@ -23,7 +23,7 @@ import type { StorageStats, Store } from "../store.ts";
 import { type Checkpointer, startCheckpointer } from "./checkpointer.ts";
 import { rethrow } from "./errors.ts";
 import { type EventPatcher, eventStatements } from "./events.ts";
-import { GroupCommit } from "./group-commit.ts";
+import { GROUP_MAX_ROWS, GroupCommit } from "./group-commit.ts";
 import { keyStatements } from "./keys.ts";
 import { schemaVersion, versionOf } from "./migrate.ts";
 import type { Db } from "./open.ts";
@@ -84,6 +84,7 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
   const traces = new TraceTable(db);
   const group = new GroupCommit(db);
   const readSession = db.transaction(sessions.read.bind(sessions));
+  const countBatch = db.transaction(sessions.deleteBatch.bind(sessions));
 
   /**
    * A write call: queued for the next group commit, and run there only when the session is in
@@ -113,6 +114,8 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
     apiKeyById: async (id) => keys.byId(id),
     listApiKeys: async () => keys.list(),
     revokeApiKey: async (id, now) => keys.revoke(id, now),
+    listProjects: async () => keys.projects(),
+    setRetention: (name, days) => group.write(1, () => keys.setRetention(name, days)),
 
     createSession: (projectId, session) => group.write(1, () => sessions.create(projectId, session)),
     getSession: async (projectId, id) => sessions.get(projectId, id),
@@ -123,6 +126,13 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
     listEventsPage: async (projectId, sessionId, page) =>
       inSession(projectId, sessionId, (pk) => events.page(pk, page), undefined),
     deleteSession: (projectId, sessionId) => group.write(1, () => sessions.delete(projectId, sessionId)),
+    // A batch is one call of the group commit, weighed as a full group so that it runs in a
+    // transaction of its own, between groups of request writes; a dry run is a read.
+    deleteSessions: async (projectId, filter, batch) =>
+      batch.dryRun
+        ? countBatch(projectId, filter, batch)
+        : group.write(GROUP_MAX_ROWS, () => sessions.deleteBatch(projectId, filter, batch)),
+    reclaimSpace: (maxPages) => group.write(1, () => reclaim(db, maxPages)),
 
     insertEvents: (projectId, sessionId, list: EventRecord[], keyId) =>
       insertEventRows(projectId, sessionId, list.map(eventRow), keyId),
@@ -164,6 +174,19 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
       if (db.open) db.close();
     },
   } satisfies SqliteStore);
+}
+
+/**
+ * PRAGMA incremental_vacuum: up to `maxPages` free pages are moved to the end of the file and cut
+ * off (the file shrinks at the next checkpoint, in WAL mode). Only a database with auto_vacuum =
+ * INCREMENTAL (every new one; an older one after `agentmon vacuum`) has any to give.
+ */
+function reclaim(db: Db, maxPages: number) {
+  if (Number(db.pragma("auto_vacuum", { simple: true })) !== 2) return { freed: 0, left: 0 };
+  const before = Number(db.pragma("freelist_count", { simple: true }));
+  db.pragma(`incremental_vacuum(${Math.max(1, Math.floor(maxPages))})`);
+  const left = Number(db.pragma("freelist_count", { simple: true }));
+  return { freed: before - left, left };
 }
 
 /** The bytes of the database on disk, main file and WAL; a database in memory counts its pages. */

@@ -12,3 +12,21 @@ export function committedReader(t: Test, path: string) {
   t.teardown(() => reader.close());
   return reader;
 }
+
+/** The rows of every table of the file, through a read-only connection of its own (the contract's `rows`). */
+export function tableRows(t: Test, path: string) {
+  let reader: ReturnType<typeof openReader> | undefined;
+  t.teardown(() => reader?.close());
+  return async () => {
+    reader ??= openReader(path);
+    const tables = reader
+      .prepare<[], string>(
+        "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+      )
+      .pluck()
+      .all();
+    return Object.fromEntries(
+      tables.map((name) => [name, reader?.prepare(`SELECT count(*) FROM "${name}"`).pluck().get() as number]),
+    );
+  };
+}

@@ -16,6 +16,7 @@ import { keyContract } from "./contract/keys.ts";
 import { lifecycleContract } from "./contract/lifecycle.ts";
 import { listContract } from "./contract/lists.ts";
 import { priceContract } from "./contract/prices.ts";
+import { retentionContract } from "./contract/retention.ts";
 import { sessionContract } from "./contract/sessions.ts";
 import { traceContract } from "./contract/traces.ts";
 
@@ -30,4 +31,5 @@ export function storeContract(t: Test, adapter: Adapter) {
   lifecycleContract(t, f);
   traceContract(t, f);
   priceContract(t, f);
+  retentionContract(t, f);
 }

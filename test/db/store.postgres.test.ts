@@ -17,7 +17,18 @@ if (unavailable !== undefined && !postgresRequired()) {
       // Another node's view of the same database: it sees only what is committed (G7).
       const committed = await openPostgresStore({ url });
       t.teardown(() => committed.close());
-      return { store, committed };
+      const rows = async () => {
+        const { rows: tables } = await committed.pool.query<{ name: string }>(
+          "SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename",
+        );
+        const counts: Record<string, number> = {};
+        for (const { name } of tables) {
+          const { rows: n } = await committed.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${name}"`);
+          counts[name] = n[0]?.n ?? 0;
+        }
+        return counts;
+      };
+      return { store, committed, rows };
     },
   });
 }

@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 ee75069dea7809e55957806423102e7acb1ba698581a98d40ba87f0c8a1c97f4. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 7eb2544d7b227d06913a70f096f629d72721d752fad44eaa01a2951060519d0a. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -339,6 +339,44 @@ export interface paths {
         get: operations["listSessions"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/sessions/delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Delete every session that matches filters (bulk delete), or count them
+         * @description **Admin operation** (scope `admin`, 4.7). Removes the sessions of the API key's project that match
+         *     the filters, each with its events, agents, logs and span records, and answers how many
+         *     sessions and events it removed. With `dry_run: true` it removes nothing and answers how
+         *     many it would remove.
+         *
+         *     **Filters**: those of `listSessions`, with the same meaning, in the JSON body: `tag` (an
+         *     array: the session has every tag given), `end_state` (with the aliases of S5), `from` and
+         *     `to` (G6 timestamps bounding `init_timestamp`, `from` included, `to` excluded),
+         *     `agent_id`, `q`, `conversation_id`. At least one filter is required (to delete every
+         *     session of the project, give `to` as now); an unknown field is a 400, so that a misspelt
+         *     filter never widens a delete.
+         *
+         *     **Batches.** Sessions are removed newest first in batches of at most 100 sessions or
+         *     10 000 events (a bigger session is a batch of its own), each batch in one transaction
+         *     that waits its turn with the other writes, so that ingest goes on meanwhile. A batch is
+         *     atomic: a bulk delete interrupted part-way (the connection closed, the server stopped)
+         *     has removed whole sessions only, and sending it again removes the rest. Sessions that
+         *     start to match while it runs may be left: send it again. The counts of a dry run are
+         *     those of a real run on the same data.
+         */
+        post: operations["deleteSessions"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1429,6 +1467,39 @@ export interface components {
             /** @description The size of the session's logs in bytes, this text included. */
             size: number;
         };
+        DeleteSessionsRequest: {
+            /** @description Sessions having every one of these tags. */
+            tag?: string[];
+            /** @description `Success`, `Fail` or `Indeterminate`, any case, or an S5 alias. */
+            end_state?: string;
+            /**
+             * Format: date-time
+             * @description Sessions whose `init_timestamp` is at or after this instant (G6).
+             */
+            from?: string;
+            /**
+             * Format: date-time
+             * @description Sessions whose `init_timestamp` is before this instant (G6).
+             */
+            to?: string;
+            /** @description Sessions with an agent of this id, registered or named by an event's `agent_id`. */
+            agent_id?: string;
+            /** @description A case-insensitive substring of `end_state_reason`. */
+            q?: string;
+            /** @description Sessions of this conversation (T13). */
+            conversation_id?: string;
+            /** @description Count only; nothing is removed. Default false. */
+            dry_run?: boolean;
+        };
+        DeleteSessionsResponse: {
+            /** @constant */
+            status: "success";
+            /** @description Sessions removed (or, with `dry_run`, that would be). */
+            sessions: number;
+            /** @description Their events. */
+            events: number;
+            dry_run: boolean;
+        };
         DeleteSessionResponse: {
             /** @constant */
             status: "success";
@@ -2381,6 +2452,46 @@ export interface operations {
             400: components["responses"]["InvalidQuery"];
             401: components["responses"]["InvalidApiKey"];
             403: components["responses"]["MissingScope"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteSessions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DeleteSessionsRequest"];
+            };
+        };
+        responses: {
+            /** @description The matching sessions are gone (or, with `dry_run`, counted). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "sessions": 1204,
+                     *       "events": 58311,
+                     *       "dry_run": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["DeleteSessionsResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

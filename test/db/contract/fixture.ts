@@ -11,6 +11,8 @@ export interface Opened {
    * the G7 checks look through it. Optional; without it they are skipped.
    */
   committed?: Pick<Store, "readSession" | "apiKeyById">;
+  /** The rows of every table of the database, by table (what retention removes is counted). Optional. */
+  rows?: () => Promise<Record<string, number>>;
 }
 
 export interface Adapter {
@@ -28,14 +30,14 @@ export type Fixtures = ReturnType<typeof fixtures>;
 export function fixtures(adapter: Adapter) {
   /** A fresh store, closed when the test ends unless the test closed it. */
   async function bare(t: Test) {
-    const { store, committed } = await adapter.open(t);
+    const { store, committed, rows } = await adapter.open(t);
     let closed = false;
     t.teardown(() => (closed ? undefined : store.close()));
     const close = () => {
       closed = true;
       return store.close();
     };
-    return { store, committed, close };
+    return { store, committed, rows, close };
   }
 
   /** A fresh store with two projects, `p` (key `key`) and `other` (key `otherKey`). */
