@@ -121,6 +121,13 @@ const REQUESTS: Record<string, { ok: number; send: Send }> = {
       return c.api.inject({ method: "DELETE", url: `/v2/sessions/del-${c.unique}`, headers: keyHeader(c) });
     },
   },
+  deleteSessions: {
+    ok: 200,
+    send: async (c) => {
+      await c.api.withKey("/v2/create_session", { session: { id: `bulk-${c.unique}`, tags: [c.unique] } }, ALL_KEY);
+      return c.api.post("/v2/sessions/delete", { tag: [c.unique] }, keyHeader(c));
+    },
+  },
   exportTraces: { ok: 200, send: otlp("/v1/traces", SMALL) },
   exportTracesSlash: { ok: 200, send: otlp("/v1/traces/", SMALL) },
   exportLogs: { ok: 200, send: otlp("/v1/logs", { resourceLogs: [] }) },
