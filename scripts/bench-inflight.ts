@@ -55,6 +55,9 @@ interface Answer {
 const agent = new Agent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY });
 
 /** One request, on a connection of its own while the others are busy. */
+/** The sockets that already have the listener below. */
+const quietSockets = new WeakSet<object>();
+
 function send(url: string, method: string, headers: Record<string, string | number>, body?: Buffer | string) {
   return new Promise<Answer>((resolve, reject) => {
     let answered = false;
@@ -73,7 +76,13 @@ function send(url: string, method: string, headers: Record<string, string | numb
     });
     // A server that answered early and then reset the connection while the body was still being
     // written makes the socket emit an error after the request has let go of it (seen once).
-    req.on("socket", (socket) => socket.on("error", () => {}));
+    // One listener per socket, however many requests a kept-alive socket carries.
+    req.on("socket", (socket) => {
+      if (!quietSockets.has(socket)) {
+        quietSockets.add(socket);
+        socket.on("error", () => {});
+      }
+    });
     req.end(body);
   });
 }
