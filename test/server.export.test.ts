@@ -7,8 +7,11 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import t from "tap";
+import { openPostgresStore } from "../db/postgres/store.ts";
+import { hashApiKey, keyPrefix } from "../domain/keys.ts";
 import { main } from "../server.ts";
 import { API_KEY, build, OTHER_PROJECT_KEY, type TestApp, tempDir } from "./helper.ts";
+import { postgresRequired, postgresUnavailable, testDatabase } from "./postgres.ts";
 import { at, createEvents, read, T0 } from "./read.helpers.ts";
 import { capture, run, seedKeys } from "./server.helpers.ts";
 
@@ -175,4 +178,37 @@ t.test("import: a file cut short, mis-counted or not an export", async (t) => {
   r = await run(["import"], target);
   t.equal(r.code, 1);
   t.match(r.err.join("\n"), /import needs a file/);
+});
+
+t.test("PostgreSQL: a SQLite export imported there, and exported again, is the same", async (t) => {
+  const unavailable = await postgresUnavailable();
+  if (unavailable && !postgresRequired()) {
+    t.comment(`skipped: ${unavailable}`);
+    return;
+  }
+  const dir = tempDir(t);
+  const source = join(dir, "source.db");
+  const file = join(dir, "export.ndjson");
+  const from = await build(t, { dbPath: source });
+  await seed(from);
+  t.equal((await run(["export", "--out", file], source)).code, 0);
+
+  const url = await testDatabase(t);
+  const store = await openPostgresStore({ url });
+  await store.createApiKey(hashApiKey(API_KEY), keyPrefix(API_KEY), "default", new Date().toISOString());
+  const on = async (args: string[]) => {
+    const c = capture();
+    const code = await main(args, { AGENTMON_DATABASE_URL: url }, c.io);
+    return { code, out: c.out, err: c.err };
+  };
+  for (const round of [1, 2]) {
+    const r = await on(["import", file]);
+    t.equal(r.code, 0, r.err.join("\n"));
+    t.match(r.out.join(""), round === 1 ? /\(3 new, 0 already there\)/ : /\(0 new, 3 already there\)/);
+  }
+  const to = await build(t, { store });
+  t.strictSame(await answers(to), await answers(from), "the same read-API answers on PostgreSQL");
+  const again = join(dir, "again.ndjson");
+  t.equal((await on(["export", "--out", again])).code, 0);
+  t.equal(readFileSync(again, "utf8"), readFileSync(file, "utf8"));
 });
