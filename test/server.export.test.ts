@@ -11,11 +11,12 @@ import { openPostgresStore } from "../db/postgres/store.ts";
 import { hashApiKey, keyPrefix } from "../domain/keys.ts";
 import { main } from "../server.ts";
 import { API_KEY, build, OTHER_PROJECT_KEY, type TestApp, tempDir } from "./helper.ts";
+import { SMALL } from "./otlp.helpers.ts";
 import { postgresRequired, postgresUnavailable, testDatabase } from "./postgres.ts";
 import { at, createEvents, read, T0 } from "./read.helpers.ts";
 import { capture, run, seedKeys } from "./server.helpers.ts";
 
-/** Sessions of every shape the write API makes, in the `default` project; one of `other`. */
+/** Sessions of every shape the write API and OTLP make, in the `default` project; one of `other`. */
 async function seed(api: TestApp) {
   const a = await api.session("s-a", {
     init_timestamp: at(T0),
@@ -55,6 +56,13 @@ async function seed(api: TestApp) {
   await api.withJwt("/v2/update_session", { session: { end_timestamp: at(T0 + 2000), extra_field: "late" } }, b);
   await api.session("s-c", { init_timestamp: at(T0 + 2000), tags: [] });
   await api.session("theirs", {}, OTHER_PROJECT_KEY);
+  const traces = await api.inject({
+    method: "POST",
+    url: "/v1/traces",
+    headers: { "content-type": "application/json", authorization: `Bearer ${API_KEY}` },
+    payload: JSON.stringify(SMALL),
+  });
+  if (traces.statusCode !== 200) throw new Error(`/v1/traces answered ${traces.statusCode}`);
 }
 
 /** Every read-API answer of the project's sessions: the list's pages, and each session whole. */
@@ -68,6 +76,7 @@ async function answers(api: TestApp) {
       events: (await read(api, `/v2/sessions/${id}/events?limit=1000`)).json(),
       stats: (await read(api, `/v2/sessions/${id}/stats`)).json(),
       whole: (await read(api, `/v2/sessions/${id}/export`)).json(),
+      otlp: (await read(api, `/v2/sessions/${id}/export?format=otlp`)).json(),
     });
   }
   return { list, sessions };
@@ -83,22 +92,22 @@ t.test("export → import into an empty database: the same read-API answers; twi
 
   let r = await run(["export", "--out", file], source);
   t.equal(r.code, 0, r.err.join("\n"));
-  t.strictSame(r.err, ["Exported 3 sessions and 7 events (ndjson)."]);
+  t.strictSame(r.err, ["Exported 4 sessions and 9 events (ndjson)."]);
   const text = readFileSync(file, "utf8");
-  t.match(text.trimEnd().split("\n").at(-1), '{"trailer":{"sessions":3,"events":7}}');
+  t.match(text.trimEnd().split("\n").at(-1), '{"trailer":{"sessions":4,"events":9}}');
   t.notMatch(text, /theirs/);
 
   await seedKeys(target, "default", [API_KEY]);
   r = await run(["import", file], target);
   t.equal(r.code, 0, r.err.join("\n"));
-  t.strictSame(r.out, ['Imported 3 sessions into project "default" (3 new, 0 already there), 2 agents, 7 events.']);
+  t.strictSame(r.out, ['Imported 4 sessions into project "default" (4 new, 0 already there), 2 agents, 9 events.']);
   const to = await build(t, { dbPath: target });
   const expected = await answers(from);
   t.strictSame(await answers(to), expected, "the same answers, field for field");
 
   r = await run(["import", file], target);
   t.equal(r.code, 0);
-  t.strictSame(r.out, ['Imported 3 sessions into project "default" (0 new, 3 already there), 2 agents, 7 events.']);
+  t.strictSame(r.out, ['Imported 4 sessions into project "default" (0 new, 4 already there), 2 agents, 9 events.']);
   t.strictSame(await answers(to), expected, "a second import changed nothing");
 
   const again = join(dir, "again.ndjson");
@@ -204,7 +213,7 @@ t.test("PostgreSQL: a SQLite export imported there, and exported again, is the s
   for (const round of [1, 2]) {
     const r = await on(["import", file]);
     t.equal(r.code, 0, r.err.join("\n"));
-    t.match(r.out.join(""), round === 1 ? /\(3 new, 0 already there\)/ : /\(0 new, 3 already there\)/);
+    t.match(r.out.join(""), round === 1 ? /\(4 new, 0 already there\)/ : /\(0 new, 4 already there\)/);
   }
   const to = await build(t, { store });
   t.strictSame(await answers(to), await answers(from), "the same read-API answers on PostgreSQL");
