@@ -211,8 +211,8 @@ const SESSIONS = 300;
 const PROMPT = "p".repeat(100_000);
 
 /** SESSIONS sessions of about 100 KB each, written straight to the store; counts readSession calls. */
-async function bigProject(t: Test) {
-  const api = await build(t);
+async function bigProject(t: Test, options: Parameters<typeof build>[1] = {}) {
+  const api = await build(t, options);
   const project = (await api.store.listProjects()).find((p) => p.name === "default")?.id as string;
   for (let i = 0; i < SESSIONS; i++) {
     const id = `big-${String(i).padStart(4, "0")}`;
@@ -280,11 +280,13 @@ function open(port: number) {
 }
 
 t.test("a client that does not read holds the reading back; then everything comes, with the trailer", async (t) => {
-  const { counted, port } = await bigProject(t);
+  // The request timeout bounds receiving the request only: a slow reader outlives it.
+  const { counted, port } = await bigProject(t, { requestTimeoutMs: 1000 });
   const res = await open(port);
   t.equal(res.statusCode, 200);
   t.equal(res.headers["transfer-encoding"], "chunked", "streamed, no Content-Length");
   res.pause();
+  await settle(2500);
   const held = await quiet(counted);
   t.ok(held < SESSIONS / 2, `with the client paused, the server read ${held} of ${SESSIONS} sessions and waited`);
   let text = "";
