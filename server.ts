@@ -1,11 +1,13 @@
 /**
  * The `agentmon` command: `serve`, `keys create|list|revoke`, `prices check|import`,
- * `projects list|set-retention`, `sessions delete` and `vacuum`. This is the only module that
+ * `projects list|set-retention`, `sessions delete`, `export`, `import` and `vacuum`. This is the only module that
  * reads the environment and the command line (bin/agentmon.js hands them in); everything else
  * gets its settings passed in.
  */
+import type { Writable } from "node:stream";
 import { parseArgs } from "node:util";
 import { ConfigError, FLAG_OPTIONS, loadConfig, type Output, USAGE } from "./cli/config.ts";
+import { type ExportFlags, exportCommand, importCommand } from "./cli/export.ts";
 import { keys } from "./cli/keys.ts";
 import { prices } from "./cli/prices.ts";
 import { projects } from "./cli/projects.ts";
@@ -19,7 +21,12 @@ const console_: Output = {
 };
 
 /** Runs one command; answers the exit code (serve answers once it listens). */
-export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Output = console_): Promise<number> {
+export async function main(
+  argv: string[],
+  env: NodeJS.ProcessEnv,
+  io: Output = console_,
+  stdout: Writable = process.stdout,
+): Promise<number> {
   try {
     const options = argv.indexOf("--") === -1 ? argv : argv.slice(0, argv.indexOf("--"));
     if (options.includes("--help") || options.includes("-h")) {
@@ -34,6 +41,10 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Output = 
     if (command === "prices") return await prices(sub, rest, loadConfig(env, flags), io);
     if (command === "projects") return await projects(sub, rest, loadConfig(env, flags), io);
     if (command === "sessions") return await sessions(sub, values as SessionFlags, loadConfig(env, flags), io);
+    if (command === "export") {
+      return await exportCommand(values as ExportFlags, loadConfig(env, flags), io, stdout);
+    }
+    if (command === "import") return await importCommand(sub, values as ExportFlags, loadConfig(env, flags), io);
     if (command === "vacuum") return await vacuum(loadConfig(env, flags), io);
     io.err(USAGE);
     return command === undefined || command === "help" ? 0 : 2;

@@ -325,6 +325,11 @@ export const USAGE = `Usage:
                                           activity (default: AGENTMON_RETENTION_DAYS)
   agentmon sessions delete --project NAME --before DATE [--tag T]... [--dry-run]
                                           delete (or count) the sessions started before DATE
+  agentmon export [--project NAME] [--format ndjson|csv|otlp] [--out FILE] [--tag T]... [--end-state S]
+                 [--from DATE] [--to DATE] [--agent-id ID] [--q TEXT] [--conversation-id ID]
+                                          write the project's sessions as GET /v2/export does
+                                          (standard output by default)
+  agentmon import FILE [--project NAME]   read an NDJSON export back; importing twice changes nothing
   agentmon vacuum                         SQLite: rewrite the file, turning on incremental
                                           auto-vacuum; pauses writes while it runs
 
@@ -339,10 +344,20 @@ AGENTMON_METRICS_PORT, AGENTMON_REDIS_URL, AGENTMON_RETENTION_DAYS, AGENTMON_RET
 
 export const FLAG_OPTIONS = {
   ...Object.fromEntries(
-    [...Object.values(SETTINGS).map((s) => s.flag), "project", "scope", "before"].map((flag) => [
-      flag,
-      { type: "string" as const },
-    ]),
+    [
+      ...Object.values(SETTINGS).map((s) => s.flag),
+      "project",
+      "scope",
+      "before",
+      "format",
+      "out",
+      "end-state",
+      "from",
+      "to",
+      "agent-id",
+      "q",
+      "conversation-id",
+    ].map((flag) => [flag, { type: "string" as const }]),
   ),
   tag: { type: "string" as const, multiple: true },
   "dry-run": { type: "boolean" as const },

@@ -151,3 +151,9 @@ export const sessionDocument = (found: Omit<SessionSnapshot, "events">) => ({
   stats: statsView(found.session, found.totals),
   agents: found.agents.map(agentView),
 });
+
+/** What exportSession answers of a session, and one line of GET /v2/export?format=ndjson: all of it. */
+export const exportDocument = (found: SessionSnapshot) => ({
+  ...sessionDocument(found),
+  events: found.events.map((event) => readEventView(event, found.session.id)),
+});

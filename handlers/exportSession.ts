@@ -1,4 +1,4 @@
-import { readEventView, sessionDocument } from "../domain/views.ts";
+import { exportDocument } from "../domain/views.ts";
 import { exportOtlp } from "../services/otlp.ts";
 import { readSession } from "../services/reads.ts";
 import { apiKeyOf, type Deps, type Handler } from "./types.ts";
@@ -10,9 +10,5 @@ export const exportSession =
     const id = req.params.session_id;
     if (req.query.format === "otlp") return exportOtlp(deps, apiKeyOf(req).project_id, id);
     const found = await readSession(deps.store, apiKeyOf(req).project_id, id, { agents: true, events: true });
-    return {
-      status: "success" as const,
-      ...sessionDocument(found),
-      events: found.events.map((event) => readEventView(event, id)),
-    };
+    return { status: "success" as const, ...exportDocument(found) };
   };

@@ -11,6 +11,7 @@ import { deleteSessions } from "./deleteSessions.ts";
 import { exportLogs } from "./exportLogs.ts";
 import { exportMetrics } from "./exportMetrics.ts";
 import { exportSession } from "./exportSession.ts";
+import { exportSessions } from "./exportSessions.ts";
 import { exportTraces } from "./exportTraces.ts";
 import { exportTracesSlash } from "./exportTracesSlash.ts";
 import { getHealth } from "./getHealth.ts";
@@ -51,6 +52,7 @@ export const createHandlers = (deps: Deps) =>
     listSessionEvents: listSessionEvents(deps),
     getSessionStats: getSessionStats(deps),
     exportSession: exportSession(deps),
+    exportSessions: exportSessions(deps),
     deleteSession: deleteSession(deps),
     deleteSessions: deleteSessions(deps),
     getHealth: getHealth(deps),

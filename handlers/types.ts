@@ -3,6 +3,7 @@
  * `Handlers` has one key per operationId, so leaving one out, or answering a body the spec does
  * not declare, fails `tsc`.
  */
+import type { Readable } from "node:stream";
 import type {
   FastifyRequest,
   RawReplyDefaultExpression,
@@ -17,15 +18,17 @@ import type { Context } from "../services/context.ts";
 import type { Metrics } from "../services/metrics.ts";
 
 type Op<K extends keyof operations> = operations[K];
-type Content<C> = C extends { content: { "application/json": infer B } }
-  ? B
-  : C extends { content: { "application/yaml": infer Y } }
-    ? Y
-    : C extends { content: { "text/plain": infer T } }
-      ? T
-      : C extends { content: { "text/plain; version=0.0.4": infer P } }
-        ? P
-        : never;
+type Content<C> = C extends { content: { "application/x-ndjson": unknown } }
+  ? Readable // a streamed answer (exportSessions): its lines are written as they are made
+  : C extends { content: { "application/json": infer B } }
+    ? B
+    : C extends { content: { "application/yaml": infer Y } }
+      ? Y
+      : C extends { content: { "text/plain": infer T } }
+        ? T
+        : C extends { content: { "text/plain; version=0.0.4": infer P } }
+          ? P
+          : never;
 
 export type OperationId = keyof operations;
 

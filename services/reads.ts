@@ -18,10 +18,13 @@ type SessionsQuery = NonNullable<operations["listSessions"]["parameters"]["query
 type EventsQuery = NonNullable<operations["listSessionEvents"]["parameters"]["query"]>;
 
 /** The filters of GET /v2/sessions, and of POST /v2/sessions/delete's body (the same names). */
-type FilterFields = Pick<SessionsQuery, "tag" | "end_state" | "from" | "to" | "agent_id" | "q" | "conversation_id">;
+export type FilterFields = Pick<
+  SessionsQuery,
+  "tag" | "end_state" | "from" | "to" | "agent_id" | "q" | "conversation_id"
+>;
 
 /** The SessionFilter of the list's filters; a problem is pushed to `errors`, its path under `where`. */
-function sessionFilter(fields: FilterFields, where: string, errors: ErrorDetail[]): SessionFilter {
+export function sessionFilter(fields: FilterFields, where: string, errors: ErrorDetail[]): SessionFilter {
   const at = (name: string) => (where === "" ? name : `${where}.${name}`);
   const filter: SessionFilter = {};
   if (fields.tag !== undefined) filter.tags = fields.tag;

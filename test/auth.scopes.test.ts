@@ -113,6 +113,7 @@ const REQUESTS: Record<string, { ok: number; send: Send }> = {
   listSessionEvents: { ok: 200, send: get(`/v2/sessions/${SEEN}/events`, keyHeader) },
   getSessionStats: { ok: 200, send: get(`/v2/sessions/${SEEN}/stats`, keyHeader) },
   exportSession: { ok: 200, send: get(`/v2/sessions/${SEEN}/export`, keyHeader) },
+  exportSessions: { ok: 200, send: get("/v2/export?format=csv", keyHeader) },
   getSessionLogs: { ok: 200, send: get(`/v2/sessions/${TRACE_SESSION}/logs`, keyHeader) },
   deleteSession: {
     ok: 200,

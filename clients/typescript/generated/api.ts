@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 7eb2544d7b227d06913a70f096f629d72721d752fad44eaa01a2951060519d0a. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 bce738670a9cfcbb791ed7db44cc514f6bd4ed92424c671a2a1f45e1feea92df. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -337,6 +337,57 @@ export interface paths {
          *     (`query.limit`, `query.tag[1]`).
          */
         get: operations["listSessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export every session that matches filters, streamed (bulk export)
+         * @description **Read API.** The sessions of the API key's project that match the filters of
+         *     `listSessions` (the same parameters, read the same way; a bad one is the same 400), newest
+         *     first, written as they are read: the server lists 100 sessions at a time by the list's
+         *     keyset order, reads each session whole (in one snapshot, as `exportSession` does) and
+         *     writes it before reading the next, waiting while the client is slow to read (TCP
+         *     backpressure). Memory stays flat whatever the number of sessions; a client that closes the
+         *     connection stops the reading. Sessions of other projects are never exported. A session
+         *     deleted while the export runs is left out; one created meanwhile may or may not be in it.
+         *
+         *     **Formats** (`format`, default `ndjson`):
+         *     - `ndjson` (`application/x-ndjson`): one line per session, the JSON object `exportSession`
+         *       answers without its `status`: `{"session": ..., "stats": ..., "agents": [...], "events": [...]}`,
+         *       the events in time order as `listSessionEvents` shows them. `agentmon import` reads it back.
+         *     - `csv` (`text/csv`, RFC 4180: CRLF line ends, a field that holds a comma, a quote, CR or LF
+         *       is quoted with its quotes doubled): a header row, then one row per event, session by
+         *       session. The columns: `session_id`, `event_id`, `type`, `init_timestamp`,
+         *       `end_timestamp`, `agent_id`, `model`, `prompt_tokens`, `completion_tokens`, `cost`,
+         *       `cost_source` (empty when the event has no such field), and `data`: every other field of
+         *       the event as the read API shows it (`prompt`, `completion`, `name`, `input`, unknown
+         *       fields ...), as one JSON object. A session without events has no row.
+         *     - `otlp` (`application/x-ndjson`): one line per session, the OTLP/JSON
+         *       `ExportTraceServiceRequest` that `exportSession?format=otlp` answers (T15); a session of
+         *       v2 events only gives an empty `resourceSpans`.
+         *
+         *     **The trailer, and errors while streaming.** The status (200) and headers are sent before
+         *     the first session is read, so a failure later (storage unavailable, a server stopping)
+         *     cannot change them: the server then ends the transfer abruptly, without its last chunk,
+         *     and **without the trailer**. The trailer is the last line, written only after everything
+         *     else: in `ndjson` and `otlp` the line `{"trailer":{"sessions":N,"events":N}}`; in `csv` a
+         *     last row whose `type` is `trailer`, every other column empty but `data`,
+         *     `{"sessions":N,"events":N}` (N of sessions counts those without events too). An export
+         *     whose last line is not the trailer is incomplete.
+         */
+        get: operations["exportSessions"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1917,6 +1968,35 @@ export interface components {
          * @example WyJzZXNzaW9ucyIsMTc5NTMyNDE4MzY0MDM2MSwiNzlmNmZjNmItODQ2My00YmM3LThhNjgtYzNmODRhMmM5NDIzIl2438KpLks
          */
         Cursor: string;
+        /** @description Sessions having this tag; repeat it for sessions having every one of them. */
+        FilterTag: string[];
+        /**
+         * @description `Success`, `Fail` or `Indeterminate`, any case, or an S5 alias (`completed`, `ok`, `failed`, `error`, `unknown`, ...).
+         * @example Fail
+         */
+        FilterEndState: string;
+        /**
+         * @description Sessions whose `init_timestamp` is at or after this instant (G6).
+         * @example 2026-11-22T00:00:00Z
+         */
+        FilterFrom: string;
+        /**
+         * @description Sessions whose `init_timestamp` is before this instant (G6).
+         * @example 2026-11-23T00:00:00Z
+         */
+        FilterTo: string;
+        /**
+         * @description Sessions with an agent of this id, registered or named by an event's `agent_id`.
+         * @example b8d63dc0-a7e4-467a-9038-02ccb144ef62
+         */
+        FilterAgentId: string;
+        /**
+         * @description A case-insensitive substring of `end_state_reason`.
+         * @example timeout
+         */
+        FilterQ: string;
+        /** @description Sessions of this conversation (an OTLP trace's `gen_ai.conversation.id`, `session.id`, ..., T13). */
+        FilterConversationId: string;
     };
     requestBodies: {
         /** @description An `ExportTraceServiceRequest`, binary protobuf or OTLP/JSON (T1, T11), plain, gzip or deflate (T2). */
@@ -2353,34 +2433,34 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Sessions having this tag; repeat it for sessions having every one of them. */
-                tag?: string[];
+                tag?: components["parameters"]["FilterTag"];
                 /**
                  * @description `Success`, `Fail` or `Indeterminate`, any case, or an S5 alias (`completed`, `ok`, `failed`, `error`, `unknown`, ...).
                  * @example Fail
                  */
-                end_state?: string;
+                end_state?: components["parameters"]["FilterEndState"];
                 /**
                  * @description Sessions whose `init_timestamp` is at or after this instant (G6).
                  * @example 2026-11-22T00:00:00Z
                  */
-                from?: string;
+                from?: components["parameters"]["FilterFrom"];
                 /**
                  * @description Sessions whose `init_timestamp` is before this instant (G6).
                  * @example 2026-11-23T00:00:00Z
                  */
-                to?: string;
+                to?: components["parameters"]["FilterTo"];
                 /**
                  * @description Sessions with an agent of this id, registered or named by an event's `agent_id`.
                  * @example b8d63dc0-a7e4-467a-9038-02ccb144ef62
                  */
-                agent_id?: string;
+                agent_id?: components["parameters"]["FilterAgentId"];
                 /**
                  * @description A case-insensitive substring of `end_state_reason`.
                  * @example timeout
                  */
-                q?: string;
+                q?: components["parameters"]["FilterQ"];
                 /** @description Sessions of this conversation (an OTLP trace's `gen_ai.conversation.id`, `session.id`, ..., T13). */
-                conversation_id?: string;
+                conversation_id?: components["parameters"]["FilterConversationId"];
                 /**
                  * @description The most sessions in the page, 1 to 200; 50 when absent.
                  * @example 50
@@ -2447,6 +2527,77 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ListSessionsResponse"];
+                };
+            };
+            400: components["responses"]["InvalidQuery"];
+            401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    exportSessions: {
+        parameters: {
+            query?: {
+                /** @description Sessions having this tag; repeat it for sessions having every one of them. */
+                tag?: components["parameters"]["FilterTag"];
+                /**
+                 * @description `Success`, `Fail` or `Indeterminate`, any case, or an S5 alias (`completed`, `ok`, `failed`, `error`, `unknown`, ...).
+                 * @example Fail
+                 */
+                end_state?: components["parameters"]["FilterEndState"];
+                /**
+                 * @description Sessions whose `init_timestamp` is at or after this instant (G6).
+                 * @example 2026-11-22T00:00:00Z
+                 */
+                from?: components["parameters"]["FilterFrom"];
+                /**
+                 * @description Sessions whose `init_timestamp` is before this instant (G6).
+                 * @example 2026-11-23T00:00:00Z
+                 */
+                to?: components["parameters"]["FilterTo"];
+                /**
+                 * @description Sessions with an agent of this id, registered or named by an event's `agent_id`.
+                 * @example b8d63dc0-a7e4-467a-9038-02ccb144ef62
+                 */
+                agent_id?: components["parameters"]["FilterAgentId"];
+                /**
+                 * @description A case-insensitive substring of `end_state_reason`.
+                 * @example timeout
+                 */
+                q?: components["parameters"]["FilterQ"];
+                /** @description Sessions of this conversation (an OTLP trace's `gen_ai.conversation.id`, `session.id`, ..., T13). */
+                conversation_id?: components["parameters"]["FilterConversationId"];
+                /**
+                 * @description `ndjson` (the default), `csv` or `otlp`; anything else is a 400 naming `query.format`.
+                 * @example ndjson
+                 */
+                format?: "ndjson" | "csv" | "otlp";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The sessions, streamed (chunked), ending with the trailer. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {"session":{"id":"79f6fc6b-8463-4bc7-8a68-c3f84a2c9423","init_timestamp":"2026-11-22T05:09:43.640361Z","end_timestamp":null,"end_state":null,"end_state_reason":null,"tags":null,"host_env":null},"stats":{"events":0,"event_counts":{"llm":0,"tool":0,"action":0,"error":0},"prompt_tokens":0,"completion_tokens":0,"cache_read_tokens":0,"cache_creation_tokens":0,"reasoning_tokens":0,"cost":"0.00","duration_ms":0,"error_count":0,"first_event_at":null,"last_event_at":null},"agents":[],"events":[]}
+                     *     {"trailer":{"sessions":1,"events":0}}
+                     */
+                    "application/x-ndjson": string;
+                    /**
+                     * @example session_id,event_id,type,init_timestamp,end_timestamp,agent_id,model,prompt_tokens,completion_tokens,cost,cost_source,data
+                     *     79f6fc6b-8463-4bc7-8a68-c3f84a2c9423,92f31146-4cad-47e4-b68b-852941700232,tool,2026-11-22T05:09:43.653822Z,,,,,,,,"{""name"":""search""}"
+                     *     ,,trailer,,,,,,,,,"{""sessions"":1,""events"":1}"
+                     */
+                    "text/csv": string;
                 };
             };
             400: components["responses"]["InvalidQuery"];

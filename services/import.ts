@@ -1,0 +1,129 @@
+/**
+ * `agentmon import` (issue 16 part 3, docs/decisions/021-export.md): the NDJSON of GET /v2/export
+ * read back into a project through the Store, session by session, with the write API's own
+ * reading of sessions and events (domain/records.ts). Like every write it is idempotent: a session
+ * already there is left as it is, events already stored under their id are not stored again, and
+ * agents are upserted with the same name, so importing a file twice changes nothing.
+ */
+import type { Store } from "../db/store.ts";
+import type { ErrorDetail } from "../domain/errors.ts";
+import { newEvent, newSession, readEvent, readSession, requireKind } from "../domain/records.ts";
+import type { Timestamp } from "../domain/timestamps.ts";
+import type { AgentRecord, CostSource, EventRecord, JsonObject, Kind } from "../domain/types.ts";
+
+/** Events per insertEvents call, as create_events allows by default. */
+const EVENTS_PER_CALL = 1000;
+
+export interface ImportReport {
+  /** Session lines read, and of them: new, already in this project, another project's (skipped). */
+  sessions: number;
+  created: number;
+  existing: number;
+  foreign: number;
+  agents: number;
+  events: number;
+  /** The trailer's counts, or null when the file has none (an export cut short). */
+  trailer: { sessions: number; events: number } | null;
+}
+
+export class ImportError extends Error {}
+
+const isObject = (value: unknown): value is JsonObject =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+function refuse(line: number, errors: ErrorDetail[]): never {
+  const first = errors[0] as ErrorDetail;
+  throw new ImportError(`line ${line}: ${first.path} ${first.message}`);
+}
+
+/** An event as the read API showed it, back as the record it was read from. */
+function eventRecord(view: JsonObject, path: string, line: number, received: Timestamp): EventRecord {
+  const errors: ErrorDetail[] = [];
+  const input = readEvent(view, path, errors, "id");
+  requireKind(input, path, errors);
+  if (input.id === undefined) errors.push({ path: `${path}.id`, message: "is required in an export" });
+  if (errors.length > 0) refuse(line, errors);
+  const record = newEvent({ ...input, type: input.type as Kind }, input.id as string, received);
+  // What the view adds of the server's own: the source of an llm event's cost, a span's parent.
+  if (record.type === "llm" && typeof view.cost_source === "string") {
+    record.cost_source = view.cost_source as CostSource;
+    delete record.extra.cost_source;
+  }
+  if (typeof view.parent_id === "string") {
+    record.parent_id = view.parent_id;
+    delete record.extra.parent_id;
+  }
+  return record;
+}
+
+/** Imports the lines (each one NDJSON line of an export) into the project; answers what it did. */
+export async function importSessions(
+  store: Store,
+  projectId: string,
+  lines: AsyncIterable<string>,
+  received: Timestamp,
+): Promise<ImportReport> {
+  const report: ImportReport = {
+    sessions: 0,
+    created: 0,
+    existing: 0,
+    foreign: 0,
+    agents: 0,
+    events: 0,
+    trailer: null,
+  };
+  let number = 0;
+  for await (const text of lines) {
+    number += 1;
+    if (text.trim() === "") continue;
+    if (report.trailer !== null) throw new ImportError(`line ${number}: a line after the trailer`);
+    let doc: unknown;
+    try {
+      doc = JSON.parse(text);
+    } catch {
+      throw new ImportError(`line ${number}: not a JSON line (an export cut short?)`);
+    }
+    if (isObject(doc) && isObject(doc.trailer)) {
+      report.trailer = { sessions: Number(doc.trailer.sessions), events: Number(doc.trailer.events) };
+      continue;
+    }
+    if (!isObject(doc) || !isObject(doc.session)) {
+      throw new ImportError(`line ${number}: not a session of GET /v2/export?format=ndjson`);
+    }
+    const errors: ErrorDetail[] = [];
+    const read = readSession(doc.session, "session", errors);
+    if (read.id === undefined) errors.push({ path: "session.id", message: "is required" });
+    if (errors.length > 0) refuse(number, errors);
+    const id = read.id as string;
+    const agents = Array.isArray(doc.agents) ? doc.agents.filter(isObject) : [];
+    const views = Array.isArray(doc.events) ? doc.events : [];
+    const events = views.map((view, i) => {
+      if (!isObject(view)) throw new ImportError(`line ${number}: events[${i}] is not an object`);
+      return eventRecord(view, `events[${i}]`, number, received);
+    });
+
+    report.sessions += 1;
+    const { created, projectId: owner } = await store.createSession(projectId, newSession(id, read.changes, received));
+    if (owner !== projectId) {
+      report.foreign += 1; // another project's session with that id: left alone
+      continue;
+    }
+    if (created) report.created += 1;
+    else report.existing += 1;
+    for (const agent of agents) {
+      const { id: agentId, name, ...extra } = agent;
+      const record: AgentRecord = {
+        id: String(agentId),
+        name: typeof name === "string" ? name : null,
+        extra,
+      };
+      await store.upsertAgent(projectId, id, record);
+      report.agents += 1;
+    }
+    for (let i = 0; i < events.length; i += EVENTS_PER_CALL) {
+      await store.insertEvents(projectId, id, events.slice(i, i + EVENTS_PER_CALL));
+    }
+    report.events += events.length;
+  }
+  return report;
+}
