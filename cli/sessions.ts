@@ -1,4 +1,4 @@
-/** `agentmon sessions delete`: the bulk delete of POST /v2/sessions/delete, from the command line. */
+/** `agentmon sessions delete`: the bulk delete of POST /v2/delete_sessions, from the command line. */
 import { parseTimestamp } from "../domain/timestamps.ts";
 import type { SessionFilter } from "../domain/types.ts";
 import { deleteSessions } from "../services/retention.ts";

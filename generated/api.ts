@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 bce738670a9cfcbb791ed7db44cc514f6bd4ed92424c671a2a1f45e1feea92df. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 00a9c6624f8fb9521b811e7eee19801280eebea658f95e39a64b6def670d673e. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -396,7 +396,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v2/sessions/delete": {
+    "/v2/delete_sessions": {
         parameters: {
             query?: never;
             header?: never;

@@ -17,7 +17,7 @@ const CURSOR_PROBLEM: ErrorDetail = {
 type SessionsQuery = NonNullable<operations["listSessions"]["parameters"]["query"]>;
 type EventsQuery = NonNullable<operations["listSessionEvents"]["parameters"]["query"]>;
 
-/** The filters of GET /v2/sessions, and of POST /v2/sessions/delete's body (the same names). */
+/** The filters of GET /v2/sessions, and of POST /v2/delete_sessions's body (the same names). */
 export type FilterFields = Pick<
   SessionsQuery,
   "tag" | "end_state" | "from" | "to" | "agent_id" | "q" | "conversation_id"
@@ -59,7 +59,7 @@ export async function listSessions(store: Store, projectId: string, query: Sessi
 type BulkDelete = operations["deleteSessions"]["requestBody"]["content"]["application/json"];
 
 /**
- * POST /v2/sessions/delete: the project's sessions matching the list's filters, removed in
+ * POST /v2/delete_sessions: the project's sessions matching the list's filters, removed in
  * batches (services/retention.ts), or counted with dry_run. At least one filter is required.
  */
 export async function bulkDelete(store: Store, projectId: string, body: BulkDelete) {

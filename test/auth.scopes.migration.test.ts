@@ -64,12 +64,17 @@ t.test("PostgreSQL: migration 003 gives a key of a version-2 database every scop
     return;
   }
   const url = await testDatabase(t);
-  // The database as version 2 left it: migration 003 undone, a key made then.
+  // The database as version 2 left it: an empty schema with migrations 001 and 002 only, a key made then.
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    await client.query("ALTER TABLE api_keys DROP COLUMN scopes");
-    await client.query("UPDATE agentmon_schema SET version = 2");
+    await client.query("DROP SCHEMA public CASCADE; CREATE SCHEMA public");
+    for (const name of ["001-schema.sql", "002-rate-limits.sql"]) {
+      await client.query(readFileSync(new URL(`../db/postgres/migrations/${name}`, import.meta.url), "utf8"));
+    }
+    await client.query(
+      "CREATE TABLE agentmon_schema (version integer NOT NULL); INSERT INTO agentmon_schema VALUES (2)",
+    );
     await client.query("INSERT INTO projects (id, name, created_at) VALUES ('p1', 'default', '2026-01-01T00:00:00Z')");
     await client.query(
       "INSERT INTO api_keys (id, project_id, key_hash, prefix, created_at) VALUES ('k1', 'p1', $1, $2, '2026-01-01T00:00:00Z')",

@@ -126,7 +126,7 @@ const REQUESTS: Record<string, { ok: number; send: Send }> = {
     ok: 200,
     send: async (c) => {
       await c.api.withKey("/v2/create_session", { session: { id: `bulk-${c.unique}`, tags: [c.unique] } }, ALL_KEY);
-      return c.api.post("/v2/sessions/delete", { tag: [c.unique] }, keyHeader(c));
+      return c.api.post("/v2/delete_sessions", { tag: [c.unique] }, keyHeader(c));
     },
   },
   exportTraces: { ok: 200, send: otlp("/v1/traces", SMALL) },

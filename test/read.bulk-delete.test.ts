@@ -1,12 +1,12 @@
 /**
- * Bulk delete (issue 16 part 2): POST /v2/sessions/delete through real HTTP (inject), on the store
+ * Bulk delete (issue 16 part 2): POST /v2/delete_sessions through real HTTP (inject), on the store
  * STORE names. Data is always written through the write API.
  */
 import t from "tap";
 import { API_KEY, build, INVALID_API_KEY, isAnswer, isInvalid, OTHER_PROJECT_KEY, type TestApp } from "./helper.ts";
 import { at, createEvents, ids, read, T0 } from "./read.helpers.ts";
 
-const URL = "/v2/sessions/delete";
+const URL = "/v2/delete_sessions";
 const DAY = 86_400_000;
 
 /** Five sessions of the key's project, one of the other project's; answers nothing. */
