@@ -207,3 +207,23 @@ t.test("loadConfig: AGENTMON_RETENTION_DAYS and AGENTMON_RETENTION_INTERVAL", as
     );
   }
 });
+
+t.test("loadConfig: AGENTMON_DATABASE_URL / --database-url, checked", async (t) => {
+  t.equal(loadConfig({}, {}).databaseUrl, undefined, "unset by default: the SQLite file");
+  const url = "postgres://agentmon:s3cret@db.internal:5432/agentmon?sslmode=require";
+  t.equal(loadConfig({ AGENTMON_DATABASE_URL: url }, {}).databaseUrl, url);
+  t.equal(loadConfig({}, { "database-url": "postgresql://db/agentmon" }).databaseUrl, "postgresql://db/agentmon");
+  for (const bad of ["not a url", "mysql://db/agentmon", "postgres://", "./data/agentmon.db", "sqlite:agentmon.db"]) {
+    isOneLineConfigError(t, () => loadConfig({ AGENTMON_DATABASE_URL: bad }, {}), "AGENTMON_DATABASE_URL", bad);
+  }
+});
+
+t.test("a database URL that cannot be reached: exit 1, one line, the password never shown", async (t) => {
+  const c = capture();
+  const code = await main(["keys", "list"], { AGENTMON_DATABASE_URL: "postgres://u:hunter2@127.0.0.1:1/none" }, c.io);
+  t.equal(code, 1);
+  t.equal(c.err.length, 1, `one line: ${c.err.join(" | ")}`);
+  t.match(c.err[0], /^agentmon: cannot open the database postgres:\/\/u:\*\*\*@127\.0\.0\.1:1\/none: /);
+  t.notMatch(c.err.join("\n"), /hunter2/, "the password is not shown");
+  t.same(c.out, [], "nothing on stdout");
+});
