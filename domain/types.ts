@@ -208,9 +208,8 @@ export interface Position {
 }
 
 /** The orders of GET /v2/sessions: start time (init_us), duration_us, cost, prompt+completion tokens, events. */
-export const SESSION_SORTS = ["start_time", "duration", "cost", "tokens", "events"] as const;
 export interface SessionSort {
-  by: (typeof SESSION_SORTS)[number];
+  by: "start_time" | "duration" | "cost" | "tokens" | "events";
   order: "desc" | "asc";
 }
 export const DEFAULT_SORT: SessionSort = { by: "start_time", order: "desc" };
