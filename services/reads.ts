@@ -10,8 +10,13 @@ import { deleteSessions } from "./retention.ts";
 
 const CURSOR_PROBLEM: ErrorDetail = {
   path: "query.cursor",
+  message: "is not a cursor this operation made; pass next_cursor back as it was given",
+};
+/** The session list's: a cursor is also bound to the sort and order it was made for. */
+const SORTED_CURSOR_PROBLEM: ErrorDetail = {
+  path: "query.cursor",
   message:
-    "is not a cursor this operation made with this sort and order; pass next_cursor back as it was given, with the same sort and order",
+    "is not a cursor this operation made for this sort and order; pass next_cursor back as it was given, with the same sort and order",
 };
 
 /** The queries of GET /v2/sessions and GET /v2/sessions/{id}/events, as ajv has checked them. */
@@ -115,7 +120,9 @@ export async function listSessions(store: Store, projectId: string, query: Sessi
   const kind: CursorKind =
     sort.by === "start_time" && sort.order === "desc" ? "sessions" : `sessions:${sort.by}:${sort.order}`;
   const after = query.cursor === undefined ? undefined : decodeCursor(kind, query.cursor);
-  if (query.cursor !== undefined && !after) errors.push(CURSOR_PROBLEM);
+  if (query.cursor !== undefined && !after) {
+    errors.push(query.sort === undefined && query.order === undefined ? CURSOR_PROBLEM : SORTED_CURSOR_PROBLEM);
+  }
   if (errors.length > 0) throw invalidParameters(errors);
 
   const page = await store.listSessions(projectId, filter, after, query.limit ?? 50, sort);

@@ -46,6 +46,9 @@ const CONDITIONS = {
   // A page of another order: its sort key and id after the cursor's (SORT_KEYS).
   after_desc: "(KEY, s.id) < (@after_us, @after_id)",
   after_asc: "(KEY, s.id) > (@after_us, @after_id)",
+  // The same for an expression's key (tokens), which SQLite seeks in its index only this way.
+  after_desc_expr: "KEY <= @after_us AND (KEY < @after_us OR s.id < @after_id)",
+  after_asc_expr: "KEY >= @after_us AND (KEY > @after_us OR s.id > @after_id)",
   model: "EXISTS (SELECT 1 FROM session_models m WHERE m.model = @model AND m.session_pk = s.pk)",
   // Each field of @extra: a string as it is, a number by its literal text, true or false.
   extra: `(SELECT count(*) FROM json_each(@extra) w
@@ -110,7 +113,8 @@ function listQuery(
     Object.assign(params, values);
   };
   const plain = sort.by === "start_time" && sort.order === "desc";
-  if (after) add(plain ? "after" : `after_${sort.order}`, { after_us: after.init_us, after_id: after.id });
+  const seek: Condition = plain ? "after" : `after_${sort.order}${sort.by === "tokens" ? "_expr" : ""}`;
+  if (after) add(seek, { after_us: after.init_us, after_id: after.id });
   if (filter.end_state !== undefined) add("end_state", { end_state: filter.end_state });
   if (filter.from_us !== undefined) add("from_us", { from_us: filter.from_us });
   if (filter.to_us !== undefined) add("to_us", { to_us: filter.to_us });
@@ -315,7 +319,7 @@ export class SessionTable {
     let statement = this.#lists.get(key);
     if (!statement) {
       const sortKey = SORT_KEYS[sort.by];
-      const where = ["s.project_id = @project_id", ...conditions.map((c) => CONDITIONS[c].replace("KEY", sortKey))];
+      const where = ["s.project_id = @project_id", ...conditions.map((c) => CONDITIONS[c].replaceAll("KEY", sortKey))];
       const order = sort.order === "desc" ? "DESC" : "ASC";
       statement = this.#db.prepare<Record<string, unknown>, SessionRow>(
         `SELECT s.* FROM sessions s WHERE ${where.join(" AND ")}
