@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 a27c7d779274393bca809bcc09ab6fa09d4c8f6ace67ed4af99c360306431dd1. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 63a5309d180b479655d185d98524f82ed05d0784b80df487c2d3aa47729c7e0b. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -1551,6 +1551,15 @@ export interface components {
             /** @description The size of the session's logs in bytes, this text included. */
             size: number;
         };
+        /**
+         * @description The list's `extra.<key>=<value>` filters as one object: each field is a top-level
+         *     field of the session's extra that must hold this value, compared as the list compares
+         *     it (a string as it is, a number by its literal text, true or false). A number or a
+         *     boolean given here is compared by its JSON text (`3` as `"3"`, `true` as `"true"`).
+         */
+        ExtraFilter: {
+            [key: string]: string | number | boolean;
+        };
         /** @description A cost bound in the currency of `stats.cost`, a plain decimal (`0.05`), at most 12 decimals; included. */
         CostBound: string;
         /** @description A duration bound in milliseconds, a plain decimal (`1500`, `0.25`), at most 3 decimals; included. */
@@ -1578,15 +1587,7 @@ export interface components {
             conversation_id?: string;
             /** @description Sessions with an llm event of this model. */
             model?: string;
-            /**
-             * @description The list's `extra.<key>=<value>` filters as one object: each field is a top-level
-             *     field of the session's extra that must hold this value, compared as the list compares
-             *     it (a string as it is, a number by its literal text, true or false). A number or a
-             *     boolean given here is compared by its JSON text (`3` as `"3"`, `true` as `"true"`).
-             */
-            extra?: {
-                [key: string]: string | number | boolean;
-            };
+            extra?: components["schemas"]["ExtraFilter"];
             min_cost?: components["schemas"]["CostBound"];
             max_cost?: components["schemas"]["CostBound"];
             min_duration_ms?: components["schemas"]["DurationBound"];
