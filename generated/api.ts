@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 63a5309d180b479655d185d98524f82ed05d0784b80df487c2d3aa47729c7e0b. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 3ba42e58af1d2136cf6fa19043f675f5ad7f47a0df5963d759bb9eb111da1581. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -316,8 +316,10 @@ export interface paths {
         /**
          * List the project's sessions, newest first
          * @description **Read API.** The sessions of the API key's project, newest first: by `init_timestamp`
-         *     descending, then by `id` descending. Each row is the stored session (as S6 writes it) and
-         *     its `stats` (see `getSessionStats`). Sessions of other projects are never listed.
+         *     descending, then by `id` descending, unless `sort` and `order` say otherwise (see Order).
+         *     Each row is the stored session (as S6 writes it) and its `stats` (see `getSessionStats`),
+         *     read from totals kept as events are written, never stale. Sessions of other projects are
+         *     never listed.
          *
          *     **Filters**, all optional; every one given must match:
          *     - `tag`, repeatable (`?tag=a&tag=b`): the session has every tag given;
@@ -337,9 +339,10 @@ export interface paths {
          *       sends `is_running` (a boolean), `video` (a string or null) and objects such as
          *       `config` and `event_counts`; a session made from an OTLP trace holds `root_name` (the
          *       root span's name), `root_span_id` and `service_name` (the resource's `service.name`),
-         *       e.g. `extra.service_name=checkout`. One value per key: a key given
-         *       twice is a 400. Not indexed: it narrows the sessions the other filters (or the sort)
-         *       walk;
+         *       e.g. `extra.service_name=checkout`. One value per key: a key given twice is a 400
+         *       naming `query.extra.<key>`; at most 20 keys (more: a 400 naming `query.extra`); `extra.`
+         *       with no key is a 400. Not indexed: it narrows the sessions the other filters (or the
+         *       sort) walk;
          *     - `min_cost`, `max_cost`: decimal strings (`0.05`, at most 12 decimals), both bounds
          *       included, compared with `stats.cost` as it is shown (rounded to 12 decimals);
          *     - `min_duration_ms`, `max_duration_ms`: decimal milliseconds (at most 3 decimals), both
