@@ -53,12 +53,15 @@ const { values } = parseArgs({
   options: {
     sessions: { type: "string", default: "1000000" },
     "slow-seconds": { type: "string", default: "30" },
+    "server-seconds": { type: "string", default: "0" },
     sample: { type: "string", default: "1000" },
     keep: { type: "boolean", default: false },
   },
 });
 const SESSIONS = Number(values.sessions);
 const SLOW_SECONDS = Number(values["slow-seconds"]);
+/** The full-speed GET /v2/export is cut after this many seconds; 0: it reads to the end. */
+const SERVER_SECONDS = Number(values["server-seconds"]);
 const SAMPLE = Number(values.sample);
 const SAMPLE_MS = 200;
 const PAGE = 200;
@@ -381,29 +384,65 @@ const countNewlines = (chunk: Buffer) => {
 };
 
 /** GET /v2/export read as fast as it comes: the SHA-256 of the body, its size, the server's RSS. */
-async function fullExport(server: Server, sessions: number) {
+async function fullExport(server: Server, sessions: number, limit: number) {
   const started = performance.now();
   const state = { bytes: 0, lines: 0 };
   const samples = sampler(server.child.pid, () => state.lines);
+  const health = healthProbe(server);
   const res = await request(server, "/v2/export");
   if (res.statusCode !== 200) throw new Error(`GET /v2/export answered ${res.statusCode}`);
   const hash = createHash("sha256");
+  let whole = true;
   for await (const chunk of res as AsyncIterable<Buffer>) {
     hash.update(chunk);
     state.bytes += chunk.length;
     state.lines += countNewlines(chunk);
+    if (limit > 0 && performance.now() - started > limit * 1000) {
+      whole = false;
+      break;
+    }
   }
   const ms = performance.now() - started;
   return {
     ms,
+    whole,
     bytes: state.bytes,
     lines: state.lines,
     sha256: hash.digest("hex"),
     rss: rssFigures(samples.stop(), [sessions * 0.1, sessions * 0.5, sessions * 0.9]),
+    healthz_ms: await health.stop(),
   };
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** GET /healthz every second until stopped: its latencies' median and maximum, in ms. */
+function healthProbe(server: Server) {
+  const health: number[] = [];
+  let probing = true;
+  const probe = (async () => {
+    while (probing) {
+      const started = performance.now();
+      const res = await fetch(`${server.url}/healthz`);
+      await res.arrayBuffer();
+      if (res.status !== 200) throw new Error(`GET /healthz answered ${res.status} during an export`);
+      health.push(performance.now() - started);
+      await sleep(1000);
+    }
+  })();
+  return {
+    async stop() {
+      probing = false;
+      await probe;
+      const sorted = [...health].sort((a, b) => a - b);
+      return {
+        probes: sorted.length,
+        p50: Number(percentile(sorted, 50).toFixed(1)),
+        max: Number((sorted[sorted.length - 1] ?? Number.NaN).toFixed(1)),
+      };
+    },
+  };
+}
 
 /**
  * GET /v2/export read by a slow client for `limit` seconds: 64 KiB, then 50 ms asleep (at most
@@ -412,18 +451,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 async function slowExport(server: Server, limit: number) {
   const state = { bytes: 0, lines: 0 };
   const samples = sampler(server.child.pid, () => state.lines);
-  const health: number[] = [];
-  let reading = true;
-  const probe = (async () => {
-    while (reading) {
-      const started = performance.now();
-      const res = await fetch(`${server.url}/healthz`);
-      await res.arrayBuffer();
-      if (res.status !== 200) throw new Error(`GET /healthz answered ${res.status} during the slow export`);
-      health.push(performance.now() - started);
-      await sleep(1000);
-    }
-  })();
+  const health = healthProbe(server);
   const res = await request(server, "/v2/export");
   if (res.statusCode !== 200) throw new Error(`GET /v2/export answered ${res.statusCode}`);
   const started = performance.now();
@@ -439,20 +467,18 @@ async function slowExport(server: Server, limit: number) {
     if (performance.now() - started > limit * 1000) break; // leaving the loop destroys the response
   }
   const ms = performance.now() - started;
-  reading = false;
-  await probe;
+  const rss = rssFigures(samples.stop());
+  const healthz = await health.stop();
   // The server after the client went away: the export must have stopped, its memory freed.
   await sleep(2000);
-  const after = mb(server.rss());
-  const sorted = [...health].sort((a, b) => a - b);
   return {
     seconds: seconds(ms),
     bytes: state.bytes,
     sessions: state.lines,
     mb_per_s: Number((state.bytes / MB / (ms / 1000)).toFixed(2)),
-    rss: rssFigures(samples.stop()),
-    rss_2s_after_client_left: after,
-    healthz_ms: { probes: sorted.length, p50: percentile(sorted, 50), max: sorted[sorted.length - 1] },
+    rss,
+    rss_2s_after_client_left: mb(server.rss()),
+    healthz_ms: healthz,
   };
 }
 
@@ -622,7 +648,7 @@ async function main() {
 
     // 2. GET /v2/export at full speed: the same bytes, from the server.
     log("GET /v2/export, full speed");
-    const full = await fullExport(serverA, SESSIONS);
+    const full = await fullExport(serverA, SESSIONS, SERVER_SECONDS);
     log(`  ${seconds(full.ms)} s, ${mb(full.bytes)} MB, server peak ${full.rss.peak} MB`);
     await sleep(2000);
     const afterFullA = mb(serverA.rss());
@@ -679,11 +705,13 @@ async function main() {
         server_beside_it_rss_mb: serverBeside,
       },
       server_export_full_speed: {
-        ...throughput(full.ms, SESSIONS, full.bytes),
-        same_bytes_as_the_command: full.sha256 === files.sha256 && full.bytes === bytes,
+        ...throughput(full.ms, full.lines - (full.whole ? 1 : 0), full.bytes),
+        read_to_the_end: full.whole,
+        same_bytes_as_the_command: full.whole ? full.sha256 === files.sha256 && full.bytes === bytes : null,
         server_idle_rss_mb_before: idleA,
         rss_mb: full.rss,
         server_rss_mb_2s_after: afterFullA,
+        healthz_ms: full.healthz_ms,
       },
       server_export_slow_reader: slow,
       import_command: {
@@ -772,7 +800,7 @@ function printTable(r: any) {
     `server A idle before: ${r.server_export_full_speed.server_idle_rss_mb_before} MB; 2 s after the full-speed export: ${r.server_export_full_speed.server_rss_mb_2s_after} MB; 2 s after the slow reader left: ${r.server_export_slow_reader.rss_2s_after_client_left} MB`,
   );
   console.log(
-    `slow reader: ${r.server_export_slow_reader.sessions} sessions read; GET /healthz meanwhile p50 ${r.server_export_slow_reader.healthz_ms.p50?.toFixed(1)} ms, max ${r.server_export_slow_reader.healthz_ms.max?.toFixed(1)} ms`,
+    `GET /healthz every second meanwhile: full speed p50 ${r.server_export_full_speed.healthz_ms.p50} ms, max ${r.server_export_full_speed.healthz_ms.max} ms; slow reader (${r.server_export_slow_reader.sessions} sessions read) p50 ${r.server_export_slow_reader.healthz_ms.p50} ms, max ${r.server_export_slow_reader.healthz_ms.max} ms`,
   );
   console.log("\nIdentical answers");
   console.log(
