@@ -6,6 +6,8 @@
  * are nearest-rank; groups are ranked here, so both engines answer the same top N.
  */
 
+import { formatCost } from "./views.ts";
+
 export type Bucket = "day" | "hour";
 export type BreakdownBy = "model" | "type" | "tag" | "end_state" | "agent" | "tool";
 export type BreakdownSort = "cost" | "sessions" | "events" | "failures" | "tokens" | "duration_p95";
@@ -28,6 +30,19 @@ export interface Measures {
 /** A group of a breakdown: its key (null: the sessions or events that have none). */
 export interface Group extends Measures {
   key: string | null;
+}
+
+/** What a breakdown asks storage: the grouping, the ranking measure and the top N. */
+export interface BreakdownRequest {
+  by: BreakdownBy;
+  sort: BreakdownSort;
+  limit: number;
+}
+
+/** What storage answers a breakdown: the top groups, ranked, and the rest together (null: none). */
+export interface Breakdown {
+  items: Group[];
+  other: Measures | null;
 }
 
 /** What the buckets of one time series count: [lo, hi) instants in microseconds, in order. */
@@ -311,4 +326,21 @@ export function sumGroups(groups: readonly Measures[]): Measures {
     sum.cost += g.cost;
   }
   return sum;
+}
+
+// ---------------------------------------------------------------- views
+
+/** Measures as the API answers them: cost as token_cost writes it (S6), percentiles in milliseconds. */
+export function measuresView(m: Measures) {
+  const ms = (us: number | null) => (us === null ? null : us / 1000);
+  return {
+    sessions: m.sessions,
+    failures: m.failures,
+    events: m.events,
+    error_events: m.error_events,
+    prompt_tokens: m.prompt_tokens,
+    completion_tokens: m.completion_tokens,
+    cost: formatCost(m.cost),
+    duration_ms: { p50: ms(m.p50_us), p95: ms(m.p95_us), p99: ms(m.p99_us) },
+  };
 }

@@ -180,10 +180,10 @@ export async function listSessions(
 }
 
 /** A stored timestamp (text, always with its zone) as microseconds since the epoch, exactly. */
-const usOf = (column: string) => `(extract(epoch FROM ${column}::timestamptz) * 1000000)::int8`;
+export const usOf = (column: string) => `(extract(epoch FROM ${column}::timestamptz) * 1000000)::int8`;
 
 /** The WHERE of a list query (and a delete batch's): only the filters given, with their parameters. */
-function conditions(projectId: string, filter: SessionFilter, after: Position | undefined) {
+export function conditions(projectId: string, filter: SessionFilter, after: Position | undefined) {
   const params: unknown[] = [projectId];
   const p = (value: unknown) => `$${params.push(value)}`;
   const where = ["s.project_id = $1"];

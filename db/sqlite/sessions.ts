@@ -32,7 +32,7 @@ import type { Db } from "./open.ts";
  * A stored timestamp (always YYYY-MM-DDTHH:MM:SS[.f{1,6}]Z, lib/timestamps.ts) as microseconds
  * since the epoch, in SQL: as migration 002 computes events.end_us.
  */
-const usOf = (column: string) => `(unixepoch(substr(${column}, 1, 19)) * 1000000
+export const usOf = (column: string) => `(unixepoch(substr(${column}, 1, 19)) * 1000000
   + CASE WHEN length(${column}) > 21
       THEN CAST(substr(substr(${column}, 21, length(${column}) - 21) || '000000', 1, 6) AS INTEGER)
       ELSE 0 END)`;
@@ -79,6 +79,16 @@ function listQuery(projectId: string, filter: SessionFilter, after: Position | u
   if (filter.conversation_id !== undefined) add("conversation_id", { conversation_id: filter.conversation_id });
   if (filter.idle_before_us !== undefined) add("idle", { idle_us: filter.idle_before_us });
   return { conditions, params };
+}
+
+/**
+ * The list's filters as one WHERE over `sessions s` (the project's condition first), with its
+ * parameters: what the analytics queries (analytics.ts) select their sessions with.
+ */
+export function filterWhere(projectId: string, filter: SessionFilter) {
+  const { conditions, params } = listQuery(projectId, filter, undefined, 0);
+  delete params.limit;
+  return { where: ["s.project_id = @project_id", ...conditions.map((c) => CONDITIONS[c])].join(" AND "), params };
 }
 
 /** The statements of the sessions table, prepared once. */
