@@ -23,7 +23,8 @@ const POSTGRES: Dialect = {
   greatest: (a, b) => `greatest(${a}, ${b})`,
   usOf,
   bodyText: (column, field) => `((${column})::json ->> '${field}') COLLATE "C"`,
-  tagRows: `SELECT DISTINCT s.pk, t.key COLLATE "C" AS key FROM fs0 s, unnest(s.tags) AS t(key)`,
+  tagRows: `SELECT DISTINCT s.pk, t.key COLLATE "C" AS key FROM sessions s, unnest(s.tags) AS t(key)
+    WHERE s.pk IN (SELECT pk FROM fs0)`,
   ranges: `SELECT (b.o - 1)::int AS i, b.lo, b.hi
     FROM unnest(@a_lo::int8[], @a_hi::int8[]) WITH ORDINALITY AS b(lo, hi, o)`,
   inKeys: (expr) => `${expr} = ANY(@a_keys::text[])`,

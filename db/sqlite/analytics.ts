@@ -23,7 +23,8 @@ const SQLITE: Dialect = {
   greatest: (a, b) => `max(${a}, ${b})`,
   usOf,
   bodyText: (column, field) => `CAST(json_extract(${column}, '$.${field}') AS TEXT)`,
-  tagRows: "SELECT DISTINCT s.pk, t.value AS key FROM fs0 s, json_each(s.tags) t",
+  tagRows:
+    "SELECT DISTINCT s.pk, t.value AS key FROM sessions s, json_each(s.tags) t WHERE s.pk IN (SELECT pk FROM fs0)",
   ranges: `SELECT lo.key AS i, lo.value AS lo, hi.value AS hi
     FROM json_each(@a_lo) lo JOIN json_each(@a_hi) hi ON hi.key = lo.key`,
   inKeys: (expr) => `${expr} IN (SELECT value FROM json_each(@a_keys))`,
