@@ -10,6 +10,7 @@
  * (contract/values.ts).
  */
 import type { Test } from "tap";
+import { analyticsContract } from "./contract/analytics.ts";
 import { eventContract } from "./contract/events.ts";
 import { type Adapter, fixtures } from "./contract/fixture.ts";
 import { keyContract } from "./contract/keys.ts";
@@ -32,4 +33,5 @@ export function storeContract(t: Test, adapter: Adapter) {
   traceContract(t, f);
   priceContract(t, f);
   retentionContract(t, f);
+  analyticsContract(t, f);
 }
