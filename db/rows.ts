@@ -23,7 +23,7 @@ import type {
 export const json = (value: unknown) => JSON.stringify(value);
 export const parse = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
 
-export interface SessionRow {
+export interface SessionRow extends SessionTotalsColumns {
   pk: number;
   id: string;
   project_id: string;
@@ -38,6 +38,56 @@ export interface SessionRow {
   root_rank: string | null;
   conversation_id: string | null;
 }
+
+/** The totals a session's row keeps (SQLite migration 007, PostgreSQL 005). */
+export interface SessionTotalsColumns {
+  event_count: number;
+  llm_count: number;
+  tool_count: number;
+  action_count: number;
+  error_count: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  cache_read_tokens: number;
+  cache_creation_tokens: number;
+  reasoning_tokens: number;
+  cost: number;
+  first_us: number | null;
+  last_us: number | null;
+  duration_us: number;
+}
+
+/** The names of those columns, for a SELECT. */
+export const TOTALS_COLUMNS = [
+  "event_count",
+  "llm_count",
+  "tool_count",
+  "action_count",
+  "error_count",
+  "prompt_tokens",
+  "completion_tokens",
+  "cache_read_tokens",
+  "cache_creation_tokens",
+  "reasoning_tokens",
+  "cost",
+  "first_us",
+  "last_us",
+  "duration_us",
+] as const;
+
+/** A session's totals as its row keeps them. */
+export const rowTotals = (row: SessionTotalsColumns): SessionTotals => ({
+  events: row.event_count,
+  event_counts: { llm: row.llm_count, tool: row.tool_count, action: row.action_count, error: row.error_count },
+  prompt_tokens: row.prompt_tokens,
+  completion_tokens: row.completion_tokens,
+  cache_read_tokens: row.cache_read_tokens,
+  cache_creation_tokens: row.cache_creation_tokens,
+  reasoning_tokens: row.reasoning_tokens,
+  cost: row.cost,
+  first_us: row.first_us,
+  last_us: row.last_us,
+});
 
 export interface StoredEvent {
   id: string;
@@ -66,52 +116,6 @@ export interface EventPageParams {
   types: string | null;
   limit: number;
 }
-
-export interface TotalsRow {
-  pk: number;
-  events: number;
-  llm: number;
-  tool: number;
-  action: number;
-  error: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-  cache_read_tokens: number;
-  cache_creation_tokens: number;
-  reasoning_tokens: number;
-  cost: number;
-  first_us: number;
-  last_us: number;
-}
-
-export const NO_TOTALS: SessionTotals = {
-  events: 0,
-  event_counts: { llm: 0, tool: 0, action: 0, error: 0 },
-  prompt_tokens: 0,
-  completion_tokens: 0,
-  cache_read_tokens: 0,
-  cache_creation_tokens: 0,
-  reasoning_tokens: 0,
-  cost: 0,
-  first_us: null,
-  last_us: null,
-};
-
-export const totals = (row: TotalsRow | undefined): SessionTotals =>
-  row === undefined
-    ? NO_TOTALS
-    : {
-        events: row.events,
-        event_counts: { llm: row.llm, tool: row.tool, action: row.action, error: row.error },
-        prompt_tokens: row.prompt_tokens,
-        completion_tokens: row.completion_tokens,
-        cache_read_tokens: row.cache_read_tokens,
-        cache_creation_tokens: row.cache_creation_tokens,
-        reasoning_tokens: row.reasoning_tokens,
-        cost: row.cost,
-        first_us: row.first_us,
-        last_us: row.last_us,
-      };
 
 export const sessionRecord = (row: SessionRow): SessionRecord => ({
   id: row.id,

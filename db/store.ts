@@ -27,6 +27,7 @@ import type {
   SessionFilter,
   SessionRecord,
   SessionSnapshot,
+  SessionSort,
   SessionWithTotals,
   SpanRecordWrite,
   TraceOutcome,
@@ -86,14 +87,17 @@ export interface Store {
   ): Promise<SessionWithTotals | undefined>;
 
   /**
-   * A page of the project's sessions, newest first (init_us desc, then id desc), after `after`,
-   * each with its totals.
+   * A page of the project's sessions, newest first (init_us desc, then id desc) or in `sort`'s
+   * order (its key, then id, both in that direction), after `after` (whose init_us is the sort
+   * key's value: init_us, duration_us, cost, prompt + completion tokens or the event count), each
+   * with its totals.
    */
   listSessions(
     projectId: string,
     filter: SessionFilter,
     after: Position | undefined,
     limit: number,
+    sort?: SessionSort,
   ): Promise<Page<SessionWithTotals>>;
   /**
    * The session with its totals, and its agents and all its events when asked (else empty), read

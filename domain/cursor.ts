@@ -8,7 +8,8 @@ import { createHash } from "node:crypto";
 import { hasNul } from "./nul.ts";
 import type { Position } from "./types.ts";
 
-export type CursorKind = "sessions" | "events";
+/** The session list's cursors of another order than the default name it: `sessions:cost:asc`. */
+export type CursorKind = "sessions" | "events" | `sessions:${string}:${string}`;
 
 const CHECK_BYTES = 6;
 const BASE64URL = /^[A-Za-z0-9_-]+$/;

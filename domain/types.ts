@@ -202,9 +202,17 @@ export interface ApiKeyRecord {
 
 /** Where a page of sessions or events starts: after this row in the page order. */
 export interface Position {
+  /** For a list in another order than start time (SessionSort): the sort key's value. */
   init_us: number;
   id: string;
 }
+
+/** The orders of GET /v2/sessions: start time (init_us), duration_us, cost, prompt+completion tokens, events. */
+export interface SessionSort {
+  by: "start_time" | "duration" | "cost" | "tokens" | "events";
+  order: "desc" | "asc";
+}
+export const DEFAULT_SORT: SessionSort = { by: "start_time", order: "desc" };
 
 /** The filters of GET /v2/sessions; every one given must match. */
 export interface SessionFilter {
@@ -221,6 +229,21 @@ export interface SessionFilter {
   q?: string;
   /** The conversation of an OTLP trace (otlp.md T13). */
   conversation_id?: string;
+  /** An llm event of this model (session_models). */
+  model?: string;
+  /**
+   * Top-level fields of the session's extra, each equal to its value: a string as it is, a
+   * number by its decimal text, a boolean as true or false; null, objects and arrays never match.
+   */
+  extra?: Record<string, string>;
+  /** The session's cost, rounded to 12 decimals as token_cost shows it, within [min_cost, max_cost]. */
+  min_cost?: number;
+  max_cost?: number;
+  /** duration_us within [min_duration_us, max_duration_us]. */
+  min_duration_us?: number;
+  max_duration_us?: number;
+  /** error_count > 0 (true) or = 0 (false). */
+  has_errors?: boolean;
   /**
    * Retention (docs/decisions/020-retention.md): the session's last activity, the latest of its
    * start, its end_timestamp and its events' init and end times, is before this instant.

@@ -1,10 +1,10 @@
 /** The read API (issue 5): a project's sessions, listed and filtered, read whole, deleted. */
 import type { Store } from "../db/store.ts";
-import { decodeCursor, encodeCursor } from "../domain/cursor.ts";
+import { type CursorKind, decodeCursor, encodeCursor } from "../domain/cursor.ts";
 import { type ErrorDetail, invalidParameters, invalidRequest, sessionNotFound } from "../domain/errors.ts";
 import { canonicalEndState, END_STATE_RULE, KINDS } from "../domain/records.ts";
 import { parseTimestamp } from "../domain/timestamps.ts";
-import type { Kind, SessionFilter } from "../domain/types.ts";
+import type { Kind, SessionFilter, SessionSort } from "../domain/types.ts";
 import type { operations } from "../generated/api.ts";
 import { deleteSessions } from "./retention.ts";
 
@@ -12,16 +12,50 @@ const CURSOR_PROBLEM: ErrorDetail = {
   path: "query.cursor",
   message: "is not a cursor this operation made; pass next_cursor back as it was given",
 };
+/** The session list's: a cursor is also bound to the sort and order it was made for. */
+const SORTED_CURSOR_PROBLEM: ErrorDetail = {
+  path: "query.cursor",
+  message:
+    "is not a cursor this operation made for this sort and order; pass next_cursor back as it was given, with the same sort and order",
+};
 
 /** The queries of GET /v2/sessions and GET /v2/sessions/{id}/events, as ajv has checked them. */
 type SessionsQuery = NonNullable<operations["listSessions"]["parameters"]["query"]>;
 type EventsQuery = NonNullable<operations["listSessionEvents"]["parameters"]["query"]>;
 
-/** The filters of GET /v2/sessions, and of POST /v2/delete_sessions's body (the same names). */
+/**
+ * The filters of GET /v2/sessions, and of POST /v2/delete_sessions's body (the same names, but
+ * has_errors a boolean and the extra.<key> filters one `extra` object in the body); a query's
+ * `extra.<key>` parameters come in as fields of that name (openapi.yaml declares them in words).
+ */
 export type FilterFields = Pick<
   SessionsQuery,
-  "tag" | "end_state" | "from" | "to" | "agent_id" | "q" | "conversation_id"
->;
+  | "tag"
+  | "end_state"
+  | "from"
+  | "to"
+  | "agent_id"
+  | "q"
+  | "conversation_id"
+  | "model"
+  | "min_cost"
+  | "max_cost"
+  | "min_duration_ms"
+  | "max_duration_ms"
+> & {
+  has_errors?: "true" | "false" | boolean;
+  extra?: Record<string, string | number | boolean>;
+};
+
+/** The most extra.<key> filters in one query. */
+const MAX_EXTRA = 20;
+const EXTRA_PREFIX = "extra.";
+
+/** Milliseconds (a decimal string with at most 3 decimals: ajv checked it) as whole microseconds. */
+const microsOf = (ms: string) => {
+  const [whole = "0", fraction = ""] = ms.split(".");
+  return Number(whole) * 1000 + Number(fraction.padEnd(3, "0"));
+};
 
 /** The SessionFilter of the list's filters; a problem is pushed to `errors`, its path under `where`. */
 export function sessionFilter(fields: FilterFields, where: string, errors: ErrorDetail[]): SessionFilter {
@@ -41,19 +75,58 @@ export function sessionFilter(fields: FilterFields, where: string, errors: Error
   if (fields.agent_id !== undefined) filter.agent_id = fields.agent_id;
   if (fields.q) filter.q = fields.q; // every reason contains "": an empty q filters nothing
   if (fields.conversation_id !== undefined) filter.conversation_id = fields.conversation_id;
+  if (fields.model !== undefined) filter.model = fields.model;
+  // ajv has checked the decimal patterns.
+  if (fields.min_cost !== undefined) filter.min_cost = Number(fields.min_cost);
+  if (fields.max_cost !== undefined) filter.max_cost = Number(fields.max_cost);
+  if (fields.min_duration_ms !== undefined) filter.min_duration_us = microsOf(fields.min_duration_ms);
+  if (fields.max_duration_ms !== undefined) filter.max_duration_us = microsOf(fields.max_duration_ms);
+  if (fields.has_errors !== undefined) filter.has_errors = fields.has_errors === true || fields.has_errors === "true";
+  const extra = extraFilter(fields, at, errors);
+  if (extra) filter.extra = extra;
   return filter;
+}
+
+/** The extra.<key> filters: fields named so (a query), or the body's `extra` object. */
+function extraFilter(fields: FilterFields, at: (name: string) => string, errors: ErrorDetail[]) {
+  const extra: Record<string, string> = {};
+  for (const [name, value] of Object.entries(fields)) {
+    if (!name.startsWith(EXTRA_PREFIX)) continue;
+    const key = name.slice(EXTRA_PREFIX.length);
+    if (key === "")
+      errors.push({ path: at(name), message: "name a field of the session's extra: extra.<key>=<value>" });
+    else if (typeof value !== "string") {
+      errors.push({ path: at(name), message: "give one value per extra key" });
+    } else extra[key] = value;
+  }
+  for (const [key, value] of Object.entries(fields.extra ?? {})) {
+    // A number or a boolean by its JSON text, as a query would give it.
+    extra[key] = typeof value === "string" ? value : JSON.stringify(value);
+  }
+  const count = Object.keys(extra).length;
+  if (count > MAX_EXTRA) {
+    errors.push({ path: at("extra"), message: `at most ${MAX_EXTRA} extra.<key> filters` });
+  }
+  return count === 0 ? undefined : extra;
 }
 
 /** A page of the project's sessions, newest first, filtered; with the cursor of the next page. */
 export async function listSessions(store: Store, projectId: string, query: SessionsQuery) {
   const errors: ErrorDetail[] = [];
   const filter = sessionFilter(query, "query", errors);
-  const after = query.cursor === undefined ? undefined : decodeCursor("sessions", query.cursor);
-  if (query.cursor !== undefined && !after) errors.push(CURSOR_PROBLEM);
+  const sort: SessionSort = { by: query.sort ?? "start_time", order: query.order ?? "desc" };
+  // The default order's cursors are those made before sorts existed; another order's name it, so
+  // that a cursor of one order is refused by another.
+  const kind: CursorKind =
+    sort.by === "start_time" && sort.order === "desc" ? "sessions" : `sessions:${sort.by}:${sort.order}`;
+  const after = query.cursor === undefined ? undefined : decodeCursor(kind, query.cursor);
+  if (query.cursor !== undefined && !after) {
+    errors.push(query.sort === undefined && query.order === undefined ? CURSOR_PROBLEM : SORTED_CURSOR_PROBLEM);
+  }
   if (errors.length > 0) throw invalidParameters(errors);
 
-  const page = await store.listSessions(projectId, filter, after, query.limit ?? 50);
-  return { items: page.items, next_cursor: page.next === null ? null : encodeCursor("sessions", page.next) };
+  const page = await store.listSessions(projectId, filter, after, query.limit ?? 50, sort);
+  return { items: page.items, next_cursor: page.next === null ? null : encodeCursor(kind, page.next) };
 }
 
 type BulkDelete = operations["deleteSessions"]["requestBody"]["content"]["application/json"];
@@ -70,7 +143,7 @@ export async function bulkDelete(store: Store, projectId: string, body: BulkDele
     errors.push({
       path: "",
       message:
-        "must give at least one filter (tag, end_state, from, to, agent_id, q, conversation_id); to delete every session, give to as now",
+        "must give at least one filter (tag, end_state, from, to, agent_id, q, conversation_id, model, extra, min_cost, max_cost, min_duration_ms, max_duration_ms, has_errors); to delete every session, give to as now",
     });
   }
   if (errors.length > 0) throw invalidRequest(errors);

@@ -1,30 +1,30 @@
 /** Sessions on PostgreSQL: create, read with totals, update under a row lock, list, delete. */
 import type pg from "pg";
-import type {
-  DeleteBatch,
-  DeletedBatch,
-  NewSession,
-  Page,
-  Position,
-  SessionChanges,
-  SessionFilter,
-  SessionRecord,
-  SessionSnapshot,
-  SessionTotals,
-  SessionWithTotals,
+import {
+  DEFAULT_SORT,
+  type DeleteBatch,
+  type DeletedBatch,
+  type NewSession,
+  type Page,
+  type Position,
+  type SessionChanges,
+  type SessionFilter,
+  type SessionRecord,
+  type SessionSnapshot,
+  type SessionSort,
+  type SessionWithTotals,
 } from "../../domain/types.ts";
 import {
   agentRecord,
   eventRecord,
   json,
-  NO_TOTALS,
   type Picked,
+  rowTotals,
   type SessionRow,
   type StoredEvent,
   sessionRecord,
-  type TotalsRow,
+  TOTALS_COLUMNS,
   takeBatch,
-  totals,
 } from "../rows.ts";
 
 type Queryable = pg.Pool | pg.ClientBase;
@@ -46,6 +46,7 @@ const COLUMNS = [
   "extra",
   "root_rank",
   "conversation_id",
+  ...TOTALS_COLUMNS,
 ];
 const SESSION_COLUMNS = COLUMNS.join(", ");
 const LIST_COLUMNS = COLUMNS.map((column) => `s.${column}`).join(", ");
@@ -55,33 +56,6 @@ export const recordOf = (row: PgSessionRow): SessionRecord => ({
   ...sessionRecord({ ...row, tags: null }),
   tags: row.tags,
 });
-
-/**
- * Every session's totals, for one session or a page of them, in one statement, so token_cost
- * (S6), a session's stats and a list row's stats are the same sums (as on SQLite).
- */
-const TOTALS = `SELECT session_pk AS pk, count(*)::int AS events,
-    count(*) FILTER (WHERE type = 'llm')::int AS llm, count(*) FILTER (WHERE type = 'tool')::int AS tool,
-    count(*) FILTER (WHERE type = 'action')::int AS action, count(*) FILTER (WHERE type = 'error')::int AS error,
-    coalesce(sum(prompt_tokens) FILTER (WHERE type = 'llm'), 0)::float8 AS prompt_tokens,
-    coalesce(sum(completion_tokens) FILTER (WHERE type = 'llm'), 0)::float8 AS completion_tokens,
-    coalesce(sum(cache_read_tokens) FILTER (WHERE type = 'llm'), 0)::float8 AS cache_read_tokens,
-    coalesce(sum(cache_creation_tokens) FILTER (WHERE type = 'llm'), 0)::float8 AS cache_creation_tokens,
-    coalesce(sum(reasoning_tokens) FILTER (WHERE type = 'llm'), 0)::float8 AS reasoning_tokens,
-    coalesce(sum(cost) FILTER (WHERE type = 'llm'), 0)::float8 AS cost,
-    min(init_us) AS first_us, max(greatest(init_us, coalesce(end_us, init_us))) AS last_us
-  FROM events WHERE session_pk = ANY($1::int8[]) GROUP BY session_pk`;
-
-/** The totals of these sessions, by row key. */
-export async function totalsOf(db: Queryable, pks: number[]): Promise<Map<number, SessionTotals>> {
-  if (pks.length === 0) return new Map();
-  const { rows } = await db.query<TotalsRow>(TOTALS, [pks]);
-  return new Map(rows.map((row) => [row.pk, totals(row)]));
-}
-
-async function totalsOfOne(db: Queryable, pk: number) {
-  return (await totalsOf(db, [pk])).get(pk) ?? NO_TOTALS;
-}
 
 /** The session's row (locked for update when asked), when it exists in that project. */
 export async function sessionRow(db: Queryable, projectId: string, id: string, lock = "") {
@@ -147,7 +121,8 @@ export async function updateSession(
      WHERE pk = $9`,
     [...values(session), row.pk],
   );
-  return { session, totals: await totalsOfOne(tx, row.pk) };
+  // The totals do not change; duration_us follows by migration 005's trigger.
+  return { session, totals: rowTotals(row) };
 }
 
 /**
@@ -160,24 +135,48 @@ export async function listSessions(
   filter: SessionFilter,
   after: Position | undefined,
   limit: number,
+  sort: SessionSort = DEFAULT_SORT,
 ): Promise<Page<SessionWithTotals>> {
-  const { params, where, p } = conditions(projectId, filter, after);
+  const plain = sort.by === "start_time" && sort.order === "desc";
+  const { params, where, p } = conditions(projectId, filter, plain ? after : undefined);
+  const key = SORT_KEYS[sort.by];
+  if (after && !plain) {
+    where.push(`(${key}, s.id) ${sort.order === "desc" ? "<" : ">"} (${p(after.init_us)}, ${p(after.id)})`);
+  }
+  const order = sort.order === "desc" ? "DESC" : "ASC";
   const { rows } = await db.query<PgSessionRow>(
     `SELECT ${LIST_COLUMNS} FROM sessions s WHERE ${where.join(" AND ")}
-     ORDER BY s.init_us DESC, s.id DESC LIMIT ${p(limit + 1)}`,
+     ORDER BY ${key} ${order}, s.id ${order} LIMIT ${p(limit + 1)}`,
     params,
   );
   const page = rows.slice(0, limit);
   const last = page[page.length - 1];
-  const byPk = await totalsOf(
-    db,
-    page.map((row) => row.pk),
-  );
   return {
-    items: page.map((row) => ({ session: recordOf(row), totals: byPk.get(row.pk) ?? NO_TOTALS })),
-    next: rows.length > limit && last ? { init_us: last.init_us, id: last.id } : null,
+    items: page.map((row) => ({ session: recordOf(row), totals: rowTotals(row) })),
+    next: rows.length > limit && last ? { init_us: keyOf(last, sort.by), id: last.id } : null,
   };
 }
+
+/** The sort key of each order of the list, as its index holds it (migration 005). */
+const SORT_KEYS: Record<SessionSort["by"], string> = {
+  start_time: "s.init_us",
+  duration: "s.duration_us",
+  cost: "s.cost",
+  tokens: "(s.prompt_tokens + s.completion_tokens)",
+  events: "s.event_count",
+};
+
+/** The sort key's value of a row, for the next page's position. */
+const keyOf = (row: PgSessionRow, by: SessionSort["by"]) =>
+  by === "start_time"
+    ? row.init_us
+    : by === "duration"
+      ? row.duration_us
+      : by === "cost"
+        ? row.cost
+        : by === "tokens"
+          ? row.prompt_tokens + row.completion_tokens
+          : row.event_count;
 
 /** A stored timestamp (text, always with its zone) as microseconds since the epoch, exactly. */
 export const usOf = (column: string) => `(extract(epoch FROM ${column}::timestamptz) * 1000000)::int8`;
@@ -200,6 +199,21 @@ export function conditions(projectId: string, filter: SessionFilter, after: Posi
   }
   if (filter.q !== undefined) where.push(`strpos(lower(s.end_state_reason), ${p(filter.q.toLowerCase())}) > 0`);
   if (filter.conversation_id !== undefined) where.push(`s.conversation_id = ${p(filter.conversation_id)}`);
+  if (filter.model !== undefined) {
+    where.push(`EXISTS (SELECT 1 FROM session_models m WHERE m.model = ${p(filter.model)} AND m.session_pk = s.pk)`);
+  }
+  const extra = Object.entries(filter.extra ?? {});
+  if (extra.length > 0) {
+    // Each field: a string as it is, a number by its literal text (json keeps it), true or false.
+    where.push(`(SELECT count(*) FROM json_each_text(${p(json(Object.fromEntries(extra)))}::json) w
+      WHERE json_typeof(s.extra::json -> w.key) IN ('string', 'number', 'boolean')
+        AND s.extra::json ->> w.key = w.value) = ${p(extra.length)}`);
+  }
+  if (filter.min_cost !== undefined) where.push(`round(s.cost::numeric, 12) >= ${p(filter.min_cost)}`);
+  if (filter.max_cost !== undefined) where.push(`round(s.cost::numeric, 12) <= ${p(filter.max_cost)}`);
+  if (filter.min_duration_us !== undefined) where.push(`s.duration_us >= ${p(filter.min_duration_us)}`);
+  if (filter.max_duration_us !== undefined) where.push(`s.duration_us <= ${p(filter.max_duration_us)}`);
+  if (filter.has_errors !== undefined) where.push(filter.has_errors ? "s.error_count > 0" : "s.error_count = 0");
   if (filter.idle_before_us !== undefined) {
     // Retention: the last activity (start, end, every event's init and end) is before it.
     const idle = p(filter.idle_before_us);
@@ -223,7 +237,7 @@ export async function deleteBatch(
 ): Promise<DeletedBatch> {
   const { params, where, p } = conditions(projectId, filter, batch.after);
   const { rows } = await tx.query<Picked>(
-    `SELECT s.pk, s.init_us, s.id, (SELECT count(*) FROM events e WHERE e.session_pk = s.pk) AS events
+    `SELECT s.pk, s.init_us, s.id, s.event_count AS events
      FROM sessions s WHERE ${where.join(" AND ")}
      ORDER BY s.init_us DESC, s.id DESC LIMIT ${p(batch.maxSessions + 1)} ${batch.dryRun ? "" : "FOR UPDATE OF s"}`,
     params,
@@ -263,7 +277,7 @@ export async function readSession(
         await tx.query<StoredEvent>("SELECT * FROM events WHERE session_pk = $1 ORDER BY init_us, id", [row.pk])
       ).rows.map(eventRecord)
     : [];
-  return { session: recordOf(row), totals: await totalsOfOne(tx, row.pk), agents, events };
+  return { session: recordOf(row), totals: rowTotals(row), agents, events };
 }
 
 /** The session and, by ON DELETE CASCADE, its events, agents, logs and span records. */

@@ -211,7 +211,8 @@ function postgresStore(
       },
       updateSession: (projectId, id, changes, keyId) =>
         write(1, keyId, projectId, (tx) => updateSessionRow(tx, projectId, id, changes)),
-      listSessions: (projectId, filter, after, limit) => listSessions(readers, projectId, filter, after, limit),
+      listSessions: (projectId, filter, after, limit, sort) =>
+        listSessions(readers, projectId, filter, after, limit, sort),
       readSession: (projectId, sessionId, parts) => snapshot((tx) => readSession(tx, projectId, sessionId, parts)),
       listEventsPage: (projectId, sessionId, page) =>
         inSession(readers, projectId, sessionId, (pk) => eventsPage(readers, pk, page), undefined),

@@ -20,11 +20,12 @@ import {
   type StoredEvent,
 } from "../rows.ts";
 import type { Db } from "./open.ts";
+import type { TotalsStatements } from "./totals.ts";
 
 /** Applies one update_events entry to a stored event: a pure function, run inside the transaction. */
 export type EventPatcher = (stored: EventRecord, patch: EventPatch) => EventRecord;
 
-export function eventStatements(db: Db) {
+export function eventStatements(db: Db, totals: TotalsStatements) {
   const q = {
     pageFirst: db.prepare<[EventPageParams], StoredEvent>(
       `SELECT * FROM events
@@ -77,7 +78,8 @@ export function eventStatements(db: Db) {
     },
     /** Stores the rows not already stored under their id; true (the session was found). */
     insert(pk: number, rows: EventRow[]): true {
-      for (const row of rows) q.insert.run(pk, row);
+      const added = rows.filter((row) => q.insert.run(pk, row).changes === 1);
+      totals.add(pk, added);
       return true;
     },
     /** All or nothing, inside the caller's transaction: each event is read once and written once. */
@@ -91,6 +93,7 @@ export function eventStatements(db: Db) {
       if (unknown.length > 0) return { status: "unknown", unknown };
       for (const patch of patches) events.set(patch.id, apply(events.get(patch.id) as EventRecord, patch));
       for (const event of events.values()) q.update.run(eventParams(pk, event));
+      totals.recount(pk);
       return { status: "updated", updated: events.size };
     },
     upsertAgent(pk: number, agent: AgentRecord): true {

@@ -1,30 +1,29 @@
 /** Sessions: create, read with totals, update, list with filters and keyset pages, delete. */
 import type Database from "better-sqlite3";
-import type {
-  DeleteBatch,
-  DeletedBatch,
-  NewSession,
-  Page,
-  Position,
-  SessionChanges,
-  SessionFilter,
-  SessionRecord,
-  SessionSnapshot,
-  SessionTotals,
-  SessionWithTotals,
+import {
+  DEFAULT_SORT,
+  type DeleteBatch,
+  type DeletedBatch,
+  type NewSession,
+  type Page,
+  type Position,
+  type SessionChanges,
+  type SessionFilter,
+  type SessionRecord,
+  type SessionSnapshot,
+  type SessionSort,
+  type SessionWithTotals,
 } from "../../domain/types.ts";
 import {
   agentRecord,
   eventRecord,
   json,
-  NO_TOTALS,
   type Picked,
+  rowTotals,
   type SessionRow,
   type StoredEvent,
   sessionRecord,
-  type TotalsRow,
   takeBatch,
-  totals,
 } from "../rows.ts";
 import type { Db } from "./open.ts";
 
@@ -44,6 +43,24 @@ export const usOf = (column: string) => `(unixepoch(substr(${column}, 1, 19)) * 
  */
 const CONDITIONS = {
   after: "(s.init_us, s.id) < (@after_us, @after_id)",
+  // A page of another order: its sort key and id after the cursor's (SORT_KEYS).
+  after_desc: "(KEY, s.id) < (@after_us, @after_id)",
+  after_asc: "(KEY, s.id) > (@after_us, @after_id)",
+  // The same for an expression's key (tokens), which SQLite seeks in its index only this way.
+  after_desc_expr: "KEY <= @after_us AND (KEY < @after_us OR s.id < @after_id)",
+  after_asc_expr: "KEY >= @after_us AND (KEY > @after_us OR s.id > @after_id)",
+  model: "EXISTS (SELECT 1 FROM session_models m WHERE m.model = @model AND m.session_pk = s.pk)",
+  // Each field of @extra: a string as it is, a number by its literal text, true or false.
+  extra: `(SELECT count(*) FROM json_each(@extra) w
+          WHERE CASE json_type(s.extra -> w.key) WHEN 'text' THEN s.extra ->> w.key
+            WHEN 'integer' THEN s.extra -> w.key WHEN 'real' THEN s.extra -> w.key
+            WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' END = w.value) = @extra_count`,
+  min_cost: "round(s.cost, 12) >= @min_cost",
+  max_cost: "round(s.cost, 12) <= @max_cost",
+  min_duration: "s.duration_us >= @min_duration_us",
+  max_duration: "s.duration_us <= @max_duration_us",
+  has_errors: "s.error_count > 0",
+  no_errors: "s.error_count = 0",
   end_state: "s.end_state = @end_state",
   from_us: "s.init_us >= @from_us",
   to_us: "s.init_us < @to_us",
@@ -60,15 +77,44 @@ const CONDITIONS = {
 } as const;
 type Condition = keyof typeof CONDITIONS;
 
+/** The sort key of each order of the list, as its index holds it (migration 007). */
+const SORT_KEYS: Record<SessionSort["by"], string> = {
+  start_time: "s.init_us",
+  duration: "s.duration_us",
+  cost: "s.cost",
+  tokens: "(s.prompt_tokens + s.completion_tokens)",
+  events: "s.event_count",
+};
+
+/** The sort key's value of a row, for the next page's position. */
+const keyOf = (row: SessionRow, by: SessionSort["by"]) =>
+  by === "start_time"
+    ? row.init_us
+    : by === "duration"
+      ? row.duration_us
+      : by === "cost"
+        ? row.cost
+        : by === "tokens"
+          ? row.prompt_tokens + row.completion_tokens
+          : row.event_count;
+
 /** The conditions and parameters of a list query. */
-function listQuery(projectId: string, filter: SessionFilter, after: Position | undefined, limit: number) {
+function listQuery(
+  projectId: string,
+  filter: SessionFilter,
+  after: Position | undefined,
+  limit: number,
+  sort: SessionSort = DEFAULT_SORT,
+) {
   const params: Record<string, unknown> = { project_id: projectId, limit: limit + 1 };
   const conditions: Condition[] = [];
   const add = (condition: Condition, values: Record<string, unknown>) => {
     conditions.push(condition);
     Object.assign(params, values);
   };
-  if (after) add("after", { after_us: after.init_us, after_id: after.id });
+  const plain = sort.by === "start_time" && sort.order === "desc";
+  const seek: Condition = plain ? "after" : `after_${sort.order}${sort.by === "tokens" ? "_expr" : ""}`;
+  if (after) add(seek, { after_us: after.init_us, after_id: after.id });
   if (filter.end_state !== undefined) add("end_state", { end_state: filter.end_state });
   if (filter.from_us !== undefined) add("from_us", { from_us: filter.from_us });
   if (filter.to_us !== undefined) add("to_us", { to_us: filter.to_us });
@@ -78,6 +124,16 @@ function listQuery(projectId: string, filter: SessionFilter, after: Position | u
   if (filter.q !== undefined) add("q", { q: filter.q.toLowerCase() });
   if (filter.conversation_id !== undefined) add("conversation_id", { conversation_id: filter.conversation_id });
   if (filter.idle_before_us !== undefined) add("idle", { idle_us: filter.idle_before_us });
+  if (filter.model !== undefined) add("model", { model: filter.model });
+  const extra = Object.entries(filter.extra ?? {});
+  if (extra.length > 0) {
+    add("extra", { extra: json(Object.fromEntries(extra)), extra_count: extra.length });
+  }
+  if (filter.min_cost !== undefined) add("min_cost", { min_cost: filter.min_cost });
+  if (filter.max_cost !== undefined) add("max_cost", { max_cost: filter.max_cost });
+  if (filter.min_duration_us !== undefined) add("min_duration", { min_duration_us: filter.min_duration_us });
+  if (filter.max_duration_us !== undefined) add("max_duration", { max_duration_us: filter.max_duration_us });
+  if (filter.has_errors !== undefined) add(filter.has_errors ? "has_errors" : "no_errors", {});
   return { conditions, params };
 }
 
@@ -109,22 +165,6 @@ function prepare(db: Db) {
        WHERE pk = @pk`,
     ),
     pk: db.prepare<[string], { pk: number; project_id: string }>("SELECT pk, project_id FROM sessions WHERE id = ?"),
-    // One statement computes every session's totals, for one session or a page of them, so
-    // token_cost (S6), a session's stats and a list row's stats are the same sums.
-    totals: db.prepare<[string], TotalsRow>(
-      `SELECT session_pk AS pk, count(*) AS events,
-         count(*) FILTER (WHERE type = 'llm') AS llm, count(*) FILTER (WHERE type = 'tool') AS tool,
-         count(*) FILTER (WHERE type = 'action') AS action, count(*) FILTER (WHERE type = 'error') AS error,
-         total(prompt_tokens) FILTER (WHERE type = 'llm') AS prompt_tokens,
-         total(completion_tokens) FILTER (WHERE type = 'llm') AS completion_tokens,
-         total(cache_read_tokens) FILTER (WHERE type = 'llm') AS cache_read_tokens,
-         total(cache_creation_tokens) FILTER (WHERE type = 'llm') AS cache_creation_tokens,
-         total(reasoning_tokens) FILTER (WHERE type = 'llm') AS reasoning_tokens,
-         total(cost) FILTER (WHERE type = 'llm') AS cost,
-         min(init_us) AS first_us, max(max(init_us, coalesce(end_us, init_us))) AS last_us
-       FROM events WHERE session_pk IN (SELECT value FROM json_each(?))
-       GROUP BY session_pk`,
-    ),
     agentsOf: db.prepare<[number], { id: string; name: string | null; extra: string }>(
       "SELECT id, name, extra FROM agents WHERE session_pk = ? ORDER BY id",
     ),
@@ -133,12 +173,14 @@ function prepare(db: Db) {
     deleteAgents: db.prepare("DELETE FROM agents WHERE session_pk = ?"),
     deleteLogs: db.prepare("DELETE FROM session_logs WHERE session_pk = ?"),
     deleteRecords: db.prepare("DELETE FROM span_records WHERE session_pk = ?"),
+    deleteModels: db.prepare("DELETE FROM session_models WHERE session_pk = ?"),
     delete: db.prepare("DELETE FROM sessions WHERE pk = ?"),
     // A batch of sessions (a JSON array of pks), with what is keyed by them.
     deleteManyEvents: db.prepare("DELETE FROM events WHERE session_pk IN (SELECT value FROM json_each(?))"),
     deleteManyAgents: db.prepare("DELETE FROM agents WHERE session_pk IN (SELECT value FROM json_each(?))"),
     deleteManyLogs: db.prepare("DELETE FROM session_logs WHERE session_pk IN (SELECT value FROM json_each(?))"),
     deleteManyRecords: db.prepare("DELETE FROM span_records WHERE session_pk IN (SELECT value FROM json_each(?))"),
+    deleteManyModels: db.prepare("DELETE FROM session_models WHERE session_pk IN (SELECT value FROM json_each(?))"),
     deleteMany: db.prepare("DELETE FROM sessions WHERE pk IN (SELECT value FROM json_each(?))"),
   };
 }
@@ -192,18 +234,24 @@ export class SessionTable {
     const { extra, ...named } = changes;
     const session: SessionRecord = { ...before, ...named, extra: { ...before.extra, ...extra } };
     this.#q.update.run({ ...columns(session), pk: row.pk });
-    return { session, totals: this.#totalsOf(row.pk) };
+    // The totals do not change; duration_us follows by migration 007's trigger.
+    return { session, totals: rowTotals(row) };
   }
 
-  list(projectId: string, filter: SessionFilter, after: Position | undefined, limit: number) {
-    const { conditions, params } = listQuery(projectId, filter, after, limit);
-    const rows = this.#listStatement(conditions).all(params);
+  list(
+    projectId: string,
+    filter: SessionFilter,
+    after: Position | undefined,
+    limit: number,
+    sort: SessionSort = DEFAULT_SORT,
+  ) {
+    const { conditions, params } = listQuery(projectId, filter, after, limit, sort);
+    const rows = this.#listStatement(conditions, sort).all(params);
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
-    const byPk = this.#totals(page.map((row) => row.pk));
     return {
-      items: page.map((row) => ({ session: sessionRecord(row), totals: byPk.get(row.pk) ?? NO_TOTALS })),
-      next: rows.length > limit && last ? { init_us: last.init_us, id: last.id } : null,
+      items: page.map((row) => ({ session: sessionRecord(row), totals: rowTotals(row) })),
+      next: rows.length > limit && last ? { init_us: keyOf(last, sort.by), id: last.id } : null,
     } satisfies Page<SessionWithTotals>;
   }
 
@@ -213,7 +261,7 @@ export class SessionTable {
     if (!row) return undefined;
     return {
       session: sessionRecord(row),
-      totals: this.#totalsOf(row.pk),
+      totals: rowTotals(row),
       agents: parts.agents ? this.#q.agentsOf.all(row.pk).map(agentRecord) : [],
       events: parts.events ? this.#q.eventsOf.all(row.pk).map(eventRecord) : [],
     };
@@ -228,6 +276,7 @@ export class SessionTable {
     this.#q.deleteAgents.run(row.pk);
     this.#q.deleteLogs.run(row.pk);
     this.#q.deleteRecords.run(row.pk);
+    this.#q.deleteModels.run(row.pk);
     this.#q.delete.run(row.pk);
     return true;
   }
@@ -249,6 +298,7 @@ export class SessionTable {
     this.#q.deleteManyAgents.run(pks);
     this.#q.deleteManyLogs.run(pks);
     this.#q.deleteManyRecords.run(pks);
+    this.#q.deleteManyModels.run(pks);
     const sessions = this.#q.deleteMany.run(pks).changes;
     return { sessions, events, next };
   }
@@ -259,15 +309,6 @@ export class SessionTable {
     return row && row.project_id === projectId ? row : undefined;
   }
 
-  /** The totals of these sessions, by row key. */
-  #totals(pks: number[]): Map<number, SessionTotals> {
-    return new Map(this.#q.totals.all(json(pks)).map((row) => [row.pk, totals(row)]));
-  }
-
-  #totalsOf(pk: number) {
-    return this.#totals([pk]).get(pk) ?? NO_TOTALS;
-  }
-
   /** The candidates of a delete batch: row key, position and event count, in list order. */
   #pickStatement(conditions: Condition[]) {
     const key = conditions.join(",");
@@ -275,7 +316,7 @@ export class SessionTable {
     if (!statement) {
       const where = ["s.project_id = @project_id", ...conditions.map((c) => CONDITIONS[c])].join(" AND ");
       statement = this.#db.prepare<Record<string, unknown>, Picked>(
-        `SELECT s.pk, s.init_us, s.id, (SELECT count(*) FROM events e WHERE e.session_pk = s.pk) AS events
+        `SELECT s.pk, s.init_us, s.id, s.event_count AS events
          FROM sessions s WHERE ${where} ORDER BY s.init_us DESC, s.id DESC LIMIT @limit`,
       );
       this.#picks.set(key, statement);
@@ -283,13 +324,16 @@ export class SessionTable {
     return statement;
   }
 
-  #listStatement(conditions: Condition[]) {
-    const key = conditions.join(",");
+  #listStatement(conditions: Condition[], sort: SessionSort) {
+    const key = `${sort.by},${sort.order}:${conditions.join(",")}`;
     let statement = this.#lists.get(key);
     if (!statement) {
-      const where = ["s.project_id = @project_id", ...conditions.map((c) => CONDITIONS[c])].join(" AND ");
+      const sortKey = SORT_KEYS[sort.by];
+      const where = ["s.project_id = @project_id", ...conditions.map((c) => CONDITIONS[c].replaceAll("KEY", sortKey))];
+      const order = sort.order === "desc" ? "DESC" : "ASC";
       statement = this.#db.prepare<Record<string, unknown>, SessionRow>(
-        `SELECT s.* FROM sessions s WHERE ${where} ORDER BY s.init_us DESC, s.id DESC LIMIT @limit`,
+        `SELECT s.* FROM sessions s WHERE ${where.join(" AND ")}
+         ORDER BY ${sortKey} ${order}, s.id ${order} LIMIT @limit`,
       );
       this.#lists.set(key, statement);
     }

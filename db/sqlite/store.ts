@@ -30,6 +30,7 @@ import { schemaVersion, versionOf } from "./migrate.ts";
 import type { Db } from "./open.ts";
 import { priceStatements } from "./prices.ts";
 import { SessionTable } from "./sessions.ts";
+import { totalsStatements } from "./totals.ts";
 import { rowsOf, type TraceRows, TraceTable, traceRows } from "./traces.ts";
 
 export interface SqliteStore extends Store {
@@ -81,8 +82,9 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
   const checkpointer = startCheckpointing(db, options.checkpointer !== false);
   const keys = keyStatements(db);
   const sessions = new SessionTable(db);
-  const events = eventStatements(db);
-  const traces = new TraceTable(db);
+  const totals = totalsStatements(db);
+  const events = eventStatements(db, totals);
+  const traces = new TraceTable(db, totals);
   const group = new GroupCommit(db);
   const readSession = db.transaction(sessions.read.bind(sessions));
   const countBatch = db.transaction(sessions.deleteBatch.bind(sessions));
@@ -123,7 +125,7 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
     getSession: async (projectId, id) => sessions.get(projectId, id),
     updateSession: (projectId, id, changes, keyId) =>
       write(1, keyId, projectId, () => sessions.update(projectId, id, changes)),
-    listSessions: async (projectId, filter, after, limit) => sessions.list(projectId, filter, after, limit),
+    listSessions: async (projectId, filter, after, limit, sort) => sessions.list(projectId, filter, after, limit, sort),
     readSession: async (projectId, sessionId, parts) => readSession(projectId, sessionId, parts),
     listEventsPage: async (projectId, sessionId, page) =>
       inSession(projectId, sessionId, (pk) => events.page(pk, page), undefined),

@@ -28,6 +28,7 @@ import {
   type StoredEvent,
 } from "../rows.ts";
 import type { Db } from "./open.ts";
+import type { TotalsStatements } from "./totals.ts";
 
 /** A TraceWrite whose events are rows already (rows.ts eventRow), as the storage thread takes it. */
 export type TraceRows = Omit<TraceWrite, "events"> & { rows: EventRow[] };
@@ -111,8 +112,11 @@ function prepare(db: Db) {
 export class TraceTable {
   readonly #q: ReturnType<typeof prepare>;
 
-  constructor(db: Db) {
+  readonly #totals: TotalsStatements;
+
+  constructor(db: Db, totals: TotalsStatements) {
     this.#q = prepare(db);
+    this.#totals = totals;
   }
 
   /**
@@ -234,6 +238,7 @@ export class TraceTable {
   #events(pk: number, rows: EventRow[]) {
     const agentOf = agentResolver(rows, (parentId) => this.#q.agentOf.get(pk, parentId)?.agent_id ?? null);
     const inserted: { id: string; agent: string | null }[] = [];
+    const added: EventRow[] = [];
     // T3: log records that came before their spans; the table is empty unless logs were sent.
     const records = this.#q.hasRecords.get(pk) !== undefined;
     for (const given of rows) {
@@ -244,8 +249,13 @@ export class TraceTable {
         row = [...row] as EventRow;
         row[ROW.agent_id] = agent;
       }
-      if (this.#q.insert.run(pk, row).changes === 1) inserted.push({ id, agent });
+      if (this.#q.insert.run(pk, row).changes === 1) {
+        inserted.push({ id, agent });
+        added.push(row);
+      }
     }
+    // Only the agent_id of stored events changes below, which no total counts.
+    this.#totals.add(pk, added);
     for (const { id, agent } of inserted) {
       if (agent !== null && this.#q.staleChild.get(pk, id, agent)) this.#q.inherit.run({ pk, id, agent });
     }

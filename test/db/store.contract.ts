@@ -19,6 +19,7 @@ import { listContract } from "./contract/lists.ts";
 import { priceContract } from "./contract/prices.ts";
 import { retentionContract } from "./contract/retention.ts";
 import { sessionContract } from "./contract/sessions.ts";
+import { totalsContract } from "./contract/totals.ts";
 import { traceContract } from "./contract/traces.ts";
 
 export type { Adapter, Opened } from "./contract/fixture.ts";
@@ -33,5 +34,6 @@ export function storeContract(t: Test, adapter: Adapter) {
   traceContract(t, f);
   priceContract(t, f);
   retentionContract(t, f);
+  totalsContract(t, f);
   analyticsContract(t, f);
 }

@@ -44,7 +44,18 @@ export const badEndStateArb = fc
 export const PLURAL: Record<string, string> = { llm: "llms", tool: "tools", action: "actions", error: "errors" };
 export const KIND_OF: Record<string, string> = { llms: "llm", tools: "tool", actions: "action", errors: "error" };
 
-export const conv = new SchemaArbitraries(spec, { refine: { EndState: () => endStateArb } });
+/** A plain decimal with at most `places` decimals, as the list's cost and duration bounds take (their `pattern`). */
+const decimalArb = (places: number) =>
+  fc
+    .tuple(
+      fc.bigInt({ min: 0n, max: 999_999_999_999_999n }),
+      fc.option(fc.stringMatching(new RegExp(`^[0-9]{1,${places}}$`))),
+    )
+    .map(([whole, fraction]) => (fraction === null ? `${whole}` : `${whole}.${fraction}`));
+
+export const conv = new SchemaArbitraries(spec, {
+  refine: { EndState: () => endStateArb, CostBound: () => decimalArb(12), DurationBound: () => decimalArb(3) },
+});
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 export const idArb = conv.valid(ref("Id")) as fc.Arbitrary<string>;
 

@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 3e3cde6bc810bc64b7acf100c31da0e86d8704e95cc2cb6aa50d746d51557822. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 29cdf61ec25cffc190c5d67c4a2ed4cb63ed68352d6ff550d9852de51d8b7a05. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -325,13 +325,43 @@ export interface paths {
          *     - `from`, `to`: G6 timestamps bounding `init_timestamp`, `from` included, `to` excluded;
          *     - `agent_id`: the session has an agent with that id (create_agent) or an event with that `agent_id`;
          *     - `q`: a case-insensitive substring of `end_state_reason` (an empty `q` filters nothing);
-         *     - `conversation_id`: the conversation an OTLP trace named (T13).
+         *     - `conversation_id`: the conversation an OTLP trace named (T13);
+         *     - `model`: the session has an llm event of this model (exact, case-sensitive);
+         *     - `extra.<key>=<value>`, repeatable with different keys (`?extra.customer=acme&extra.env=prod`):
+         *       the session's own unknown fields (the `extra` of create_session/update_session, shown
+         *       at the top level of `session`) hold `<key>` at the top level with this value. The value
+         *       is compared as text: a JSON string as it is (no quotes), a number by its literal text as
+         *       it was sent (`extra.retries=3` matches `3`, not `3.0`), `true` or `false`; a null, an
+         *       object or an array never matches. Keys are case-sensitive and matched whole (a dot in
+         *       `<key>` is part of the name, not a path). What clients put there: the AgentOps SDK 0.3
+         *       sends `is_running` (a boolean), `video` (a string or null) and objects such as
+         *       `config` and `event_counts`; a session made from an OTLP trace holds `root_name` (the
+         *       root span's name), `root_span_id` and `service_name` (the resource's `service.name`),
+         *       e.g. `extra.service_name=checkout`. One value per key: a key given
+         *       twice is a 400. Not indexed: it narrows the sessions the other filters (or the sort)
+         *       walk;
+         *     - `min_cost`, `max_cost`: decimal strings (`0.05`, at most 12 decimals), both bounds
+         *       included, compared with `stats.cost` as it is shown (rounded to 12 decimals);
+         *     - `min_duration_ms`, `max_duration_ms`: decimal milliseconds (at most 3 decimals), both
+         *       included, compared with `stats.duration_ms`;
+         *     - `has_errors`: `true`, sessions with at least one error event (`stats.error_count > 0`);
+         *       `false`, sessions with none.
+         *
+         *     **Order** (`sort`, `order`): `sort=start_time` (the default: `init_timestamp`),
+         *     `duration` (`stats.duration_ms`), `cost` (`stats.cost`), `tokens` (`stats.prompt_tokens +
+         *     stats.completion_tokens`) or `events` (`stats.events`); `order=desc` (the default: largest,
+         *     newest first) or `asc`. Sessions with the same value are ordered by `id`, in the same
+         *     direction, so the order is total. A running session's `duration` grows with its events
+         *     and may move it between pages; a session is still listed at most once by a walk of pages
+         *     unless its sort value changes while the walk runs.
          *
          *     **Pages.** At most `limit` rows (1 to 200, default 50). When there are more, `next_cursor`
-         *     is an opaque string: pass it back as `cursor`, with the same filters, for the next page;
-         *     it is `null` on the last page. Pages are keyset-based, not offsets: every session is listed
-         *     exactly once across the pages however many sessions arrive meanwhile (newer ones appear on
-         *     a new first page). A cursor that was altered or made by another operation is a 400.
+         *     is an opaque string: pass it back as `cursor`, with the same filters, `sort` and `order`,
+         *     for the next page; it is `null` on the last page. Pages are keyset-based, not offsets (the
+         *     cursor holds the last row's sort value and id): every session is listed exactly once
+         *     across the pages however many sessions arrive meanwhile (newer ones appear on a new first
+         *     page). A cursor that was altered, made by another operation, or made for another `sort` or
+         *     `order` is a 400 naming `query.cursor`.
          *
          *     A bad query parameter is a 400 `Invalid request` whose `details` name it as `query.<name>`
          *     (`query.limit`, `query.tag[1]`).
@@ -532,9 +562,12 @@ export interface paths {
          *     **Filters**: those of `listSessions`, with the same meaning, in the JSON body: `tag` (an
          *     array: the session has every tag given), `end_state` (with the aliases of S5), `from` and
          *     `to` (G6 timestamps bounding `init_timestamp`, `from` included, `to` excluded),
-         *     `agent_id`, `q`, `conversation_id`. At least one filter is required (to delete every
-         *     session of the project, give `to` as now); an unknown field is a 400, so that a misspelt
-         *     filter never widens a delete.
+         *     `agent_id`, `q`, `conversation_id`, `model`, `min_cost`, `max_cost`, `min_duration_ms`,
+         *     `max_duration_ms` (decimal strings, as in the query), `has_errors` (a boolean here), and
+         *     `extra`: the list's `extra.<key>=<value>` filters as one object (`{"extra": {"customer":
+         *     "acme"}}`; a field named `extra.customer` is an unknown field). At least one filter is
+         *     required (to delete every session of the project, give `to` as now); an unknown field is
+         *     a 400, so that a misspelt filter never widens a delete.
          *
          *     **Batches.** Sessions are removed newest first in batches of at most 100 sessions or
          *     10 000 events (a bigger session is a batch of its own), each batch in one transaction
@@ -1682,6 +1715,10 @@ export interface components {
             /** @description The size of the session's logs in bytes, this text included. */
             size: number;
         };
+        /** @description A cost bound in the currency of `stats.cost`, a plain decimal (`0.05`), at most 12 decimals; included. */
+        CostBound: string;
+        /** @description A duration bound in milliseconds, a plain decimal (`1500`, `0.25`), at most 3 decimals; included. */
+        DurationBound: string;
         DeleteSessionsRequest: {
             /** @description Sessions having every one of these tags. */
             tag?: string[];
@@ -1703,6 +1740,23 @@ export interface components {
             q?: string;
             /** @description Sessions of this conversation (T13). */
             conversation_id?: string;
+            /** @description Sessions with an llm event of this model. */
+            model?: string;
+            /**
+             * @description The list's `extra.<key>=<value>` filters as one object: each field is a top-level
+             *     field of the session's extra that must hold this value, compared as the list compares
+             *     it (a string as it is, a number by its literal text, true or false). A number or a
+             *     boolean given here is compared by its JSON text (`3` as `"3"`, `true` as `"true"`).
+             */
+            extra?: {
+                [key: string]: string | number | boolean;
+            };
+            min_cost?: components["schemas"]["CostBound"];
+            max_cost?: components["schemas"]["CostBound"];
+            min_duration_ms?: components["schemas"]["DurationBound"];
+            max_duration_ms?: components["schemas"]["DurationBound"];
+            /** @description true: sessions with at least one error event; false: sessions with none. */
+            has_errors?: boolean;
             /** @description Count only; nothing is removed. Default false. */
             dry_run?: boolean;
         };
@@ -2176,6 +2230,36 @@ export interface components {
         FilterQ: string;
         /** @description Sessions of this conversation (an OTLP trace's `gen_ai.conversation.id`, `session.id`, ..., T13). */
         FilterConversationId: string;
+        /**
+         * @description Sessions with an llm event of this model (exact, case-sensitive).
+         * @example gpt-4o-mini
+         */
+        FilterModel: string;
+        /**
+         * @description Sessions whose `stats.cost` is at least this decimal (at most 12 decimals).
+         * @example 0.05
+         */
+        FilterMinCost: components["schemas"]["CostBound"];
+        /**
+         * @description Sessions whose `stats.cost` is at most this decimal (at most 12 decimals).
+         * @example 1.5
+         */
+        FilterMaxCost: components["schemas"]["CostBound"];
+        /**
+         * @description Sessions whose `stats.duration_ms` is at least this many milliseconds (at most 3 decimals).
+         * @example 1000
+         */
+        FilterMinDurationMs: components["schemas"]["DurationBound"];
+        /**
+         * @description Sessions whose `stats.duration_ms` is at most this many milliseconds (at most 3 decimals).
+         * @example 60000.5
+         */
+        FilterMaxDurationMs: components["schemas"]["DurationBound"];
+        /**
+         * @description `true`: sessions with at least one error event; `false`: sessions with none.
+         * @example true
+         */
+        FilterHasErrors: "true" | "false";
     };
     requestBodies: {
         /** @description An `ExportTraceServiceRequest`, binary protobuf or OTLP/JSON (T1, T11), plain, gzip or deflate (T2). */
@@ -2641,6 +2725,46 @@ export interface operations {
                 /** @description Sessions of this conversation (an OTLP trace's `gen_ai.conversation.id`, `session.id`, ..., T13). */
                 conversation_id?: components["parameters"]["FilterConversationId"];
                 /**
+                 * @description Sessions with an llm event of this model (exact, case-sensitive).
+                 * @example gpt-4o-mini
+                 */
+                model?: components["parameters"]["FilterModel"];
+                /**
+                 * @description Sessions whose `stats.cost` is at least this decimal (at most 12 decimals).
+                 * @example 0.05
+                 */
+                min_cost?: components["parameters"]["FilterMinCost"];
+                /**
+                 * @description Sessions whose `stats.cost` is at most this decimal (at most 12 decimals).
+                 * @example 1.5
+                 */
+                max_cost?: components["parameters"]["FilterMaxCost"];
+                /**
+                 * @description Sessions whose `stats.duration_ms` is at least this many milliseconds (at most 3 decimals).
+                 * @example 1000
+                 */
+                min_duration_ms?: components["parameters"]["FilterMinDurationMs"];
+                /**
+                 * @description Sessions whose `stats.duration_ms` is at most this many milliseconds (at most 3 decimals).
+                 * @example 60000.5
+                 */
+                max_duration_ms?: components["parameters"]["FilterMaxDurationMs"];
+                /**
+                 * @description `true`: sessions with at least one error event; `false`: sessions with none.
+                 * @example true
+                 */
+                has_errors?: components["parameters"]["FilterHasErrors"];
+                /**
+                 * @description What the sessions are ordered by: `start_time` (default), `duration`, `cost`, `tokens` (prompt + completion) or `events`.
+                 * @example cost
+                 */
+                sort?: "start_time" | "duration" | "cost" | "tokens" | "events";
+                /**
+                 * @description `desc` (default: largest or newest first) or `asc`.
+                 * @example desc
+                 */
+                order?: "desc" | "asc";
+                /**
                  * @description The most sessions in the page, 1 to 200; 50 when absent.
                  * @example 50
                  */
@@ -2952,6 +3076,36 @@ export interface operations {
                 q?: components["parameters"]["FilterQ"];
                 /** @description Sessions of this conversation (an OTLP trace's `gen_ai.conversation.id`, `session.id`, ..., T13). */
                 conversation_id?: components["parameters"]["FilterConversationId"];
+                /**
+                 * @description Sessions with an llm event of this model (exact, case-sensitive).
+                 * @example gpt-4o-mini
+                 */
+                model?: components["parameters"]["FilterModel"];
+                /**
+                 * @description Sessions whose `stats.cost` is at least this decimal (at most 12 decimals).
+                 * @example 0.05
+                 */
+                min_cost?: components["parameters"]["FilterMinCost"];
+                /**
+                 * @description Sessions whose `stats.cost` is at most this decimal (at most 12 decimals).
+                 * @example 1.5
+                 */
+                max_cost?: components["parameters"]["FilterMaxCost"];
+                /**
+                 * @description Sessions whose `stats.duration_ms` is at least this many milliseconds (at most 3 decimals).
+                 * @example 1000
+                 */
+                min_duration_ms?: components["parameters"]["FilterMinDurationMs"];
+                /**
+                 * @description Sessions whose `stats.duration_ms` is at most this many milliseconds (at most 3 decimals).
+                 * @example 60000.5
+                 */
+                max_duration_ms?: components["parameters"]["FilterMaxDurationMs"];
+                /**
+                 * @description `true`: sessions with at least one error event; `false`: sessions with none.
+                 * @example true
+                 */
+                has_errors?: components["parameters"]["FilterHasErrors"];
                 /**
                  * @description `ndjson` (the default), `csv` or `otlp`; anything else is a 400 naming `query.format`.
                  * @example ndjson

@@ -108,6 +108,8 @@ export function retentionContract(t: Test, { fresh }: Fixtures) {
       expected.agents = (counted.agents ?? 0) - 1;
       expected.session_logs = (counted.session_logs ?? 0) - 1;
       expected.span_records = (counted.span_records ?? 0) - 2;
+      // The llm events of idle-1, idle-2, idle-3 and idle-many-events: one model each.
+      expected.session_models = (counted.session_models ?? 0) - 4;
       t.strictSame(after, expected, "every table: only the idle sessions' rows are gone");
     }
     t.strictSame(await deleteSessions(store, p, filter, false, SMALL), { sessions: 0, events: 0 }, "again: none");
