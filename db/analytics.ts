@@ -5,52 +5,56 @@
  * the same rows the same way. Placeholders are `@a_name`; the filter's own conditions (the
  * session list's, over `sessions s`) come from the adapter. Only the adapters import this file.
  *
- * Percentiles are nearest-rank, computed with window functions that both engines have: the rows
- * of a group sorted by duration, numbered, and the value at rank ceil(n·p/100), in integers
- * ((n·p + 99) / 100), as domain/analytics.ts percentileRank says.
+ * Percentiles are nearest-rank: the durations of a group's rows are read (a second query over the
+ * same rows, in the same snapshot), sorted, and the value at rank ceil(n·p/100) taken, as
+ * domain/analytics.ts percentileRank says: the same code for both engines. (Window functions
+ * computing it in SQL measured 10 times slower on SQLite than the sums.)
  */
-import { type BreakdownBy, EMPTY, type Group, type Measures, sumGroups } from "../domain/analytics.ts";
+import {
+  type Breakdown,
+  type BreakdownBy,
+  type BreakdownRequest,
+  EMPTY,
+  type Group,
+  type Measures,
+  percentileRank,
+  rankGroups,
+  sumGroups,
+} from "../domain/analytics.ts";
 
 export interface Dialect {
   /** The larger of two integer expressions. */
   greatest(a: string, b: string): string;
-  /** A text column holding a stored timestamp (or NULL), as microseconds since the epoch. */
-  usOf(column: string): string;
   /** A field of a JSON text column as text (NULL when absent), comparable with event ids. */
   bodyText(column: string, field: string): string;
   /** Rows (pk, key): every distinct tag of each session of `fs0`. */
   tagRows: string;
   /** Rows (i, lo, hi) of the series' ranges, from @a_lo and @a_hi (arrays of the same length). */
   ranges: string;
-  /** `expr` is one of @a_keys (an array of strings). */
-  inKeys(expr: string): string;
   /** A text expression in the collation of ids (PostgreSQL: "C"), so that texts of two columns compare. */
   text(expr: string): string;
 }
 
-/** A query: its SQL with @a_ placeholders, and their values (arrays as arrays: the adapter encodes them). */
+/**
+ * A question's two queries over the same rows: the sums by group, and every row's duration (its
+ * group's percentiles are taken from these in JS, the same for both engines). Placeholders are
+ * @a_ names; `params` their values (arrays as arrays: the adapter encodes them).
+ */
 export interface Query {
-  sql: string;
+  sums: string;
+  durations: string;
   params: Record<string, unknown>;
 }
 
-/** The per-session measures of the sessions in `fs` (g, pk, init_us, end_state, end_timestamp), as `m`. */
-function sessionMeasures(d: Dialect) {
-  return `t AS (
-    SELECT session_pk, count(*) AS events, count(*) FILTER (WHERE type = 'error') AS errors,
-      sum(prompt_tokens) FILTER (WHERE type = 'llm') AS prompt,
-      sum(completion_tokens) FILTER (WHERE type = 'llm') AS completion,
-      sum(cost) FILTER (WHERE type = 'llm') AS cost,
-      max(${d.greatest("init_us", "coalesce(end_us, init_us)")}) AS last_us
-    FROM events WHERE session_pk IN (SELECT pk FROM fs) GROUP BY session_pk
-  ),
-  m AS (
-    SELECT fs.g, fs.pk, fs.end_state, coalesce(t.events, 0) AS events, coalesce(t.errors, 0) AS errors,
-      coalesce(t.prompt, 0) AS prompt, coalesce(t.completion, 0) AS completion, coalesce(t.cost, 0) AS cost,
-      ${d.greatest("0", `coalesce(${d.usOf("fs.end_timestamp")}, t.last_us, fs.init_us) - fs.init_us`)} AS dur
-    FROM fs LEFT JOIN t ON t.session_pk = fs.pk
+/**
+ * The per-session measures of the sessions in `fs`, as `m`: their totals columns, kept at write
+ * time (docs/decisions/022-session-totals.md), one row per session, no event read.
+ */
+const SESSION_MEASURES = `m AS (
+    SELECT fs.g, fs.pk, fs.end_state, fs.event_count AS events, fs.error_count AS errors,
+      fs.prompt_tokens AS prompt, fs.completion_tokens AS completion, fs.cost, fs.duration_us AS dur
+    FROM fs
   )`;
-}
 
 /** The event groupings: which events, and their key. */
 const EVENT_KEYS: Partial<Record<BreakdownBy, (d: Dialect) => { key: string; where: string }>> = {
@@ -84,40 +88,42 @@ function eventMeasures(d: Dialect, by: BreakdownBy) {
 }
 
 /**
- * The measures of `source` (rows g, pk, end_state, events, errors, prompt, completion, cost, dur)
- * by g. A session may be several rows of one group (its events): `distinct` counts it once.
+ * The sums of `m` (rows g, pk, end_state, events, errors, prompt, completion, cost, dur) by g. A
+ * session may be several rows of one group (its events): `distinct` counts it once.
  */
-function aggregate(source: string, distinct: boolean) {
+function sums(distinct: boolean) {
   const sessions = distinct ? "count(DISTINCT pk)" : "count(*)";
   const failures = distinct
     ? "count(DISTINCT CASE WHEN end_state = 'Fail' THEN pk END)"
     : "count(*) FILTER (WHERE end_state = 'Fail')";
-  const rank = (p: number) => `min(dur) FILTER (WHERE dur IS NOT NULL AND rn = (n * ${p} + 99) / 100)`;
-  return `r AS (
-    SELECT ${source}.*, row_number() OVER (PARTITION BY g, dur IS NULL ORDER BY dur) AS rn,
-      count(dur) OVER (PARTITION BY g) AS n
-    FROM ${source}
-  )
-  SELECT g, ${sessions} AS sessions, ${failures} AS failures, sum(events) AS events, sum(errors) AS error_events,
-    sum(prompt) AS prompt_tokens, sum(completion) AS completion_tokens, sum(cost) AS cost,
-    ${rank(50)} AS p50_us, ${rank(95)} AS p95_us, ${rank(99)} AS p99_us
-  FROM r GROUP BY g`;
+  return `SELECT g, ${sessions} AS sessions, ${failures} AS failures, sum(events) AS events, sum(errors) AS error_events,
+    sum(prompt) AS prompt_tokens, sum(completion) AS completion_tokens, sum(cost) AS cost
+  FROM m GROUP BY g`;
 }
 
+/** The durations of `m`'s rows that have one, with their group: the percentiles are taken from these. */
+const DURATIONS = "SELECT g, dur FROM m WHERE dur IS NOT NULL";
+
 /** The columns every filtered session row carries. */
-const SESSION = "s.pk, s.init_us, s.end_state, s.end_timestamp";
+const SESSION =
+  "s.pk, s.init_us, s.end_state, s.event_count, s.error_count, s.prompt_tokens, s.completion_tokens, s.cost, s.duration_us";
 
 /**
  * The time series: the measures of the sessions matching `where` (over `sessions s`, the
  * project's condition included) whose init_us is in [lo, hi) of each range, by the range's index
- * (g). Each range is an index range scan of (project_id, init_us).
+ * (g). Each range is an index range scan of (project_id, init_us): CROSS JOIN keeps SQLite's
+ * loop over the ranges outside, the one over sessions inside.
  */
 export function seriesQuery(d: Dialect, where: string, ranges: { lo: number; hi: number }[]): Query {
+  const measured = `WITH b AS (${d.ranges}),
+    fs AS (
+      SELECT b.i AS g, ${SESSION} FROM b CROSS JOIN sessions s
+      WHERE s.init_us >= b.lo AND s.init_us < b.hi AND ${where}
+    ),
+    ${SESSION_MEASURES}`;
   return {
-    sql: `WITH b AS (${d.ranges}),
-    fs AS (SELECT b.i AS g, ${SESSION} FROM b JOIN sessions s ON s.init_us >= b.lo AND s.init_us < b.hi WHERE ${where}),
-    ${sessionMeasures(d)},
-    ${aggregate("m", false)}`,
+    sums: `${measured} ${sums(false)}`,
+    durations: `${measured} ${DURATIONS}`,
     params: { a_lo: ranges.map((r) => r.lo), a_hi: ranges.map((r) => r.hi) },
   };
 }
@@ -135,32 +141,17 @@ function sessionGroups(d: Dialect, by: BreakdownBy) {
     fs AS (SELECT k.key AS g, s.* FROM fs0 s LEFT JOIN k ON k.pk = s.pk)`;
 }
 
-/**
- * A breakdown: the measures of every group of `by`, over the sessions matching `where`. With
- * `rest`, one row only (g = 0): the groups not among `rest.keys` (and the null group unless
- * `rest.topNull`) taken together, for the percentiles of `other`.
- */
-export function breakdownQuery(
-  d: Dialect,
-  where: string,
-  by: BreakdownBy,
-  rest?: { keys: string[]; topNull: boolean },
-): Query {
-  const event = EVENT_KEYS[by] !== undefined;
-  const measured = event
-    ? `fs AS (SELECT ${SESSION} FROM sessions s WHERE ${where}), ${eventMeasures(d, by)}`
-    : `fs0 AS (SELECT ${SESSION} FROM sessions s WHERE ${where}), ${sessionGroups(d, by)}, ${sessionMeasures(d)}`;
-  if (rest === undefined) return { sql: `WITH ${measured}, ${aggregate("m", true)}`, params: {} };
-  const others = `o AS (SELECT 0 AS g, m.pk, m.end_state, m.events, m.errors, m.prompt, m.completion, m.cost, m.dur
-    FROM m WHERE (m.g IS NULL AND @a_top_null = 0) OR (m.g IS NOT NULL AND NOT ${d.inKeys("m.g")}))`;
-  return {
-    sql: `WITH ${measured}, ${others}, ${aggregate("o", true)}`,
-    params: { a_keys: rest.keys, a_top_null: rest.topNull ? 1 : 0 },
-  };
+/** A breakdown: the sums of every group of `by` over the sessions matching `where`, and the rows' durations. */
+export function breakdownQuery(d: Dialect, where: string, by: BreakdownBy): Query {
+  const measured =
+    EVENT_KEYS[by] !== undefined
+      ? `WITH fs AS (SELECT ${SESSION} FROM sessions s WHERE ${where}), ${eventMeasures(d, by)}`
+      : `WITH fs0 AS (SELECT ${SESSION} FROM sessions s WHERE ${where}), ${sessionGroups(d, by)}, ${SESSION_MEASURES}`;
+  return { sums: `${measured} ${sums(true)}`, durations: `${measured} ${DURATIONS}`, params: {} };
 }
 
-/** A row of an aggregate. */
-export interface MeasureRow {
+/** A row of the sums. */
+export interface SumRow {
   g: unknown;
   sessions: number;
   failures: number;
@@ -169,13 +160,32 @@ export interface MeasureRow {
   prompt_tokens: number | null;
   completion_tokens: number | null;
   cost: number | null;
-  p50_us: number | null;
-  p95_us: number | null;
-  p99_us: number | null;
 }
 
-/** A row's measures, its sums of nothing as 0. */
-export const measures = (row: MeasureRow): Measures => ({
+/** A row of the durations: [g, dur] (the engines' array row mode). */
+export type DurationRow = [unknown, number];
+
+/** The durations by group, each sorted ascending. */
+function byGroup(rows: DurationRow[]) {
+  const lists = new Map<unknown, number[]>();
+  for (const [g, dur] of rows) {
+    const list = lists.get(g);
+    if (list) list.push(Number(dur));
+    else lists.set(g, [Number(dur)]);
+  }
+  const sorted = new Map<unknown, Float64Array>();
+  for (const [g, list] of lists) sorted.set(g, Float64Array.from(list).sort());
+  return sorted;
+}
+
+/** Nearest-rank percentiles of sorted durations (domain/analytics.ts percentileRank). */
+function percentiles(sorted: Float64Array | undefined) {
+  const at = (p: number) =>
+    sorted === undefined || sorted.length === 0 ? null : (sorted[percentileRank(sorted.length, p) - 1] as number);
+  return { p50_us: at(50), p95_us: at(95), p99_us: at(99) };
+}
+
+const measures = (row: SumRow, durations: Float64Array | undefined): Measures => ({
   sessions: Number(row.sessions),
   failures: Number(row.failures),
   events: Number(row.events ?? 0),
@@ -183,23 +193,34 @@ export const measures = (row: MeasureRow): Measures => ({
   prompt_tokens: Number(row.prompt_tokens ?? 0),
   completion_tokens: Number(row.completion_tokens ?? 0),
   cost: Number(row.cost ?? 0),
-  p50_us: row.p50_us === null ? null : Number(row.p50_us),
-  p95_us: row.p95_us === null ? null : Number(row.p95_us),
-  p99_us: row.p99_us === null ? null : Number(row.p99_us),
+  ...percentiles(durations),
 });
 
-/** A row of a breakdown as a group: its key as text (or null). */
-export const group = (row: MeasureRow): Group => ({ key: row.g === null ? null : String(row.g), ...measures(row) });
-
-/** The series' rows in range order, a range without sessions as EMPTY-like zeros. */
-export function seriesPoints(rows: MeasureRow[], count: number, empty: Measures): Measures[] {
-  const points: Measures[] = Array.from({ length: count }, () => empty);
-  for (const row of rows) points[Number(row.g)] = measures(row);
+/** The series' points in range order, a range without sessions as EMPTY. */
+export function seriesAnswer(rows: SumRow[], durations: DurationRow[], count: number): Measures[] {
+  const sorted = byGroup(durations);
+  const points: Measures[] = Array.from({ length: count }, () => EMPTY);
+  for (const row of rows) points[Number(row.g)] = measures(row, sorted.get(row.g));
   return points;
 }
 
-/** `other`: the sums of the groups past the top, with the percentiles of their rows together (`row`). */
-export function otherOf(rest: Group[], row: MeasureRow | undefined): Measures {
-  const together = row ? measures(row) : EMPTY;
-  return { ...sumGroups(rest), p50_us: together.p50_us, p95_us: together.p95_us, p99_us: together.p99_us };
+/**
+ * A breakdown's answer: the groups ranked (domain/analytics.ts rankGroups), the top `limit`, and
+ * `other`: the sums of the rest, with percentiles over the rest's durations together.
+ */
+export function breakdownAnswer(rows: SumRow[], durations: DurationRow[], request: BreakdownRequest): Breakdown {
+  const sorted = byGroup(durations);
+  const groups = rows.map((row) => ({
+    group: { key: row.g === null ? null : String(row.g), ...measures(row, sorted.get(row.g)) } as Group,
+    g: row.g,
+  }));
+  const raw = new Map(groups.map(({ group, g }) => [group, g]));
+  const { top, rest } = rankGroups(
+    groups.map(({ group }) => group),
+    request.sort,
+    request.limit,
+  );
+  if (rest.length === 0) return { items: top, other: null };
+  const together = rest.flatMap((group) => [...(sorted.get(raw.get(group)) ?? [])]);
+  return { items: top, other: { ...sumGroups(rest), ...percentiles(Float64Array.from(together).sort()) } };
 }

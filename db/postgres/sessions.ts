@@ -179,7 +179,7 @@ const keyOf = (row: PgSessionRow, by: SessionSort["by"]) =>
           : row.event_count;
 
 /** A stored timestamp (text, always with its zone) as microseconds since the epoch, exactly. */
-export const usOf = (column: string) => `(extract(epoch FROM ${column}::timestamptz) * 1000000)::int8`;
+const usOf = (column: string) => `(extract(epoch FROM ${column}::timestamptz) * 1000000)::int8`;
 
 /** The WHERE of a list query (and a delete batch's): only the filters given, with their parameters. */
 export function conditions(projectId: string, filter: SessionFilter, after: Position | undefined) {

@@ -226,7 +226,7 @@ function postgresStore(
           : write(GROUP_MAX_ROWS, undefined, projectId, (tx) => deleteBatch(tx, projectId, filter, batch)),
       // Deleted rows' space is reused by (auto)vacuum; nothing is given back to the file system here.
       reclaimSpace: async () => ({ freed: 0, left: 0 }),
-      analyticsSeries: (projectId, filter, ranges) => analyticsSeries(readers, projectId, filter, ranges),
+      analyticsSeries: (projectId, filter, ranges) => snapshot((tx) => analyticsSeries(tx, projectId, filter, ranges)),
       analyticsBreakdown: (projectId, filter, request) =>
         snapshot((tx) => analyticsBreakdown(tx, projectId, filter, request)),
 

@@ -31,7 +31,7 @@ import type { Db } from "./open.ts";
  * A stored timestamp (always YYYY-MM-DDTHH:MM:SS[.f{1,6}]Z, lib/timestamps.ts) as microseconds
  * since the epoch, in SQL: as migration 002 computes events.end_us.
  */
-export const usOf = (column: string) => `(unixepoch(substr(${column}, 1, 19)) * 1000000
+const usOf = (column: string) => `(unixepoch(substr(${column}, 1, 19)) * 1000000
   + CASE WHEN length(${column}) > 21
       THEN CAST(substr(substr(${column}, 21, length(${column}) - 21) || '000000', 1, 6) AS INTEGER)
       ELSE 0 END)`;
