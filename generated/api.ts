@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 29cdf61ec25cffc190c5d67c4a2ed4cb63ed68352d6ff550d9852de51d8b7a05. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 1d93c7d16637e328468c9053b778fd14b3a984057fb96401dde4c610f3379e93. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -406,8 +406,10 @@ export interface paths {
          *     naming `query.to`; more than 1000 buckets is a 400 naming `query.from`.
          *
          *     **Filters**: every filter of `listSessions` (`tag`, `end_state`, `agent_id`, `q`,
-         *     `conversation_id`, ...), with the same meaning and the same 400s; `from` and `to` are the
-         *     range above.
+         *     `conversation_id`, `model`, `extra.<key>=<value>`, `min_cost`, `max_cost`,
+         *     `min_duration_ms`, `max_duration_ms`, `has_errors`), with the same meaning and the same
+         *     400s; `from` and `to` are the range above. A filter selects sessions: `model=gpt-4o` keeps
+         *     the sessions that used it, with all their measures.
          *
          *     **Measures** of each point (the sessions of the bucket that match the filters):
          *     - `sessions`: how many; `failures`: how many with `end_state` `Fail`;
@@ -447,7 +449,11 @@ export interface paths {
          *     none. `from` and `to` are G6 timestamps; without `to`, now; without `from`, 30 days (720
          *     hours) before `to`; `to` at or before `from` is a 400 naming `query.to`.
          *
-         *     **Filters**: every filter of `listSessions`, with the same meaning and the same 400s.
+         *     **Filters**: every filter of `listSessions` (`tag`, `end_state`, `agent_id`, `q`,
+         *     `conversation_id`, `model`, `extra.<key>=<value>`, `min_cost`, `max_cost`,
+         *     `min_duration_ms`, `max_duration_ms`, `has_errors`), with the same meaning and the same
+         *     400s. Filters select sessions; event groupings then group those sessions' events
+         *     (`by=model&model=m1` also shows the other models those sessions used).
          *
          *     **Session groupings** (`end_state`, `tag`, `agent`): each group is a set of sessions, and
          *     its measures are those of `getAnalyticsTimeseries` over them (whole sessions: all their
@@ -2882,6 +2888,36 @@ export interface operations {
                 q?: components["parameters"]["FilterQ"];
                 /** @description Sessions of this conversation (an OTLP trace's `gen_ai.conversation.id`, `session.id`, ..., T13). */
                 conversation_id?: components["parameters"]["FilterConversationId"];
+                /**
+                 * @description Sessions with an llm event of this model (exact, case-sensitive).
+                 * @example gpt-4o-mini
+                 */
+                model?: components["parameters"]["FilterModel"];
+                /**
+                 * @description Sessions whose `stats.cost` is at least this decimal (at most 12 decimals).
+                 * @example 0.05
+                 */
+                min_cost?: components["parameters"]["FilterMinCost"];
+                /**
+                 * @description Sessions whose `stats.cost` is at most this decimal (at most 12 decimals).
+                 * @example 1.5
+                 */
+                max_cost?: components["parameters"]["FilterMaxCost"];
+                /**
+                 * @description Sessions whose `stats.duration_ms` is at least this many milliseconds (at most 3 decimals).
+                 * @example 1000
+                 */
+                min_duration_ms?: components["parameters"]["FilterMinDurationMs"];
+                /**
+                 * @description Sessions whose `stats.duration_ms` is at most this many milliseconds (at most 3 decimals).
+                 * @example 60000.5
+                 */
+                max_duration_ms?: components["parameters"]["FilterMaxDurationMs"];
+                /**
+                 * @description `true`: sessions with at least one error event; `false`: sessions with none.
+                 * @example true
+                 */
+                has_errors?: components["parameters"]["FilterHasErrors"];
             };
             header?: never;
             path?: never;
@@ -2994,6 +3030,36 @@ export interface operations {
                 q?: components["parameters"]["FilterQ"];
                 /** @description Sessions of this conversation (an OTLP trace's `gen_ai.conversation.id`, `session.id`, ..., T13). */
                 conversation_id?: components["parameters"]["FilterConversationId"];
+                /**
+                 * @description Sessions with an llm event of this model (exact, case-sensitive).
+                 * @example gpt-4o-mini
+                 */
+                model?: components["parameters"]["FilterModel"];
+                /**
+                 * @description Sessions whose `stats.cost` is at least this decimal (at most 12 decimals).
+                 * @example 0.05
+                 */
+                min_cost?: components["parameters"]["FilterMinCost"];
+                /**
+                 * @description Sessions whose `stats.cost` is at most this decimal (at most 12 decimals).
+                 * @example 1.5
+                 */
+                max_cost?: components["parameters"]["FilterMaxCost"];
+                /**
+                 * @description Sessions whose `stats.duration_ms` is at least this many milliseconds (at most 3 decimals).
+                 * @example 1000
+                 */
+                min_duration_ms?: components["parameters"]["FilterMinDurationMs"];
+                /**
+                 * @description Sessions whose `stats.duration_ms` is at most this many milliseconds (at most 3 decimals).
+                 * @example 60000.5
+                 */
+                max_duration_ms?: components["parameters"]["FilterMaxDurationMs"];
+                /**
+                 * @description `true`: sessions with at least one error event; `false`: sessions with none.
+                 * @example true
+                 */
+                has_errors?: components["parameters"]["FilterHasErrors"];
             };
             header?: never;
             path?: never;

@@ -30,6 +30,7 @@ async function seed(api: TestApp) {
     end_timestamp: at(10_000),
     end_state: "Success",
     tags: ["x", "y"],
+    customer: "acme",
   });
   await api.withJwt("/v2/create_agent", { id: "a1", name: "planner" }, s1);
   await createEvents(api, s1, [
@@ -227,6 +228,18 @@ t.test("breakdowns of a hand-made data set", async (t) => {
       agent.items.map((g: { key: string }) => g.key),
       ["x", "y"],
     );
+    const keys = async (query: string) =>
+      (await breakdown(api, `${query}&${RANGE}`)).items.map((g: { key: string | null }) => g.key);
+    t.strictSame(await keys("by=end_state&has_errors=false"), [null], "has_errors");
+    t.strictSame(await keys("by=end_state&has_errors=true&sort=sessions"), ["Fail", "Success"]);
+    t.strictSame(await keys("by=end_state&min_cost=0.8"), ["Fail"], "min_cost");
+    t.strictSame(await keys("by=end_state&max_cost=0.75"), ["Success", null], "max_cost");
+    t.strictSame(await keys("by=end_state&max_duration_ms=10000"), ["Success", null], "max_duration_ms");
+    t.strictSame(await keys("by=end_state&min_duration_ms=10000.001"), ["Fail"], "min_duration_ms");
+    t.strictSame(await keys("by=tag&model=m2"), ["x", "y"], "model: the sessions that used it");
+    t.strictSame(await keys("by=model&model=m2"), ["m2", "m1"], "model: and all their llm events (S1: 0.50, 0.25)");
+    t.strictSame(await keys("by=end_state&extra.customer=acme"), ["Success"], "extra.<key>");
+    t.strictSame(await keys("by=end_state&extra.customer=acme&has_errors=false"), [], "together");
     const early = await breakdown(api, "by=end_state&from=2026-11-20T00:00:00Z&to=2026-11-20T12:00:00Z");
     t.strictSame(
       early.items.map((g: { key: string }) => g.key),
@@ -269,6 +282,8 @@ t.test("bad parameters: a 400 naming each", async (t) => {
   await bad("by=model&from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z", ["query.to"]);
   await bad("by=model&from=soon", ["query.from"]);
   await bad("by=model&end_state=sideways", ["query.end_state"]);
+  await bad("by=model&min_cost=cheap", ["query.min_cost"]);
+  await bad("by=model&has_errors=maybe", ["query.has_errors"]);
   const ok = await read(api, "/v2/analytics/breakdown?by=tool&limit=100");
   t.equal(ok.statusCode, 200);
   t.strictSame(ok.json().items, []);

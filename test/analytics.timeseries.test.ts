@@ -166,6 +166,12 @@ t.test("Europe/Lisbon, spring: a 23-hour day, an empty day, sums and percentiles
       ],
       "end_state (with its aliases)",
     );
+    const sessions = async (filters: Record<string, string>) =>
+      (await series(api, q({ ...range, ...filters }))).points.map((p: { sessions: number }) => p.sessions);
+    t.strictSame(await sessions({ has_errors: "true" }), [0, 0, 1, 0], "has_errors");
+    t.strictSame(await sessions({ model: "m1" }), [0, 1, 1, 0], "model");
+    t.strictSame(await sessions({ min_duration_ms: "4000" }), [0, 1, 1, 0], "min_duration_ms");
+    t.strictSame(await sessions({ max_cost: "0.25" }), [0, 1, 1, 1], "max_cost");
     const tagged = await series(api, q({ ...range, tag: "x" }));
     t.equal(tagged.points[2].sessions, 1, "tag");
     t.equal(tagged.points[2].events, 2);
@@ -308,6 +314,7 @@ t.test("bad parameters: a 400 naming each", async (t) => {
   t.match(many.details?.[0]?.message, /1000/);
   await bad("from=2000-01-01T00:00:00Z&to=2026-01-01T00:00:00Z", ["query.from"]);
   await bad("end_state=sideways", ["query.end_state"]);
+  await bad("max_duration_ms=-1", ["query.max_duration_ms"]);
   await bad("tz=Nowhere/Land&end_state=sideways", ["query.tz", "query.end_state"]);
   // Exactly 1000 hours is allowed.
   const max = await read(api, "/v2/analytics/timeseries?bucket=hour&from=2026-01-01T00:00:00Z&to=2026-02-11T16:00:00Z");
