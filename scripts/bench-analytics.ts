@@ -9,8 +9,8 @@
  *   series-30d-tag  the series with a tag filter
  */
 import { parseArgs } from "node:util";
-import { seriesBuckets } from "../domain/analytics.ts";
 import type { Store } from "../db/store.ts";
+import { seriesBuckets } from "../domain/analytics.ts";
 
 const { values } = parseArgs({
   options: {
