@@ -74,7 +74,7 @@ function eventMeasures(d: Dialect, by: BreakdownBy) {
   ),
   tr AS (
     SELECT r.session_pk AS pk, ${trigger} AS tid, count(*) AS n
-    FROM events r WHERE r.type = 'error' AND r.session_pk IN (SELECT pk FROM fs)
+    FROM events r WHERE r.type = 'error' AND r.session_pk IN (SELECT pk FROM fs WHERE fs.error_count > 0)
     GROUP BY r.session_pk, ${trigger}
   ),
   m AS (
