@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 1d93c7d16637e328468c9053b778fd14b3a984057fb96401dde4c610f3379e93. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 9ef44cee954d1a75f03fccd482d798da0576d3df57c461680e1b76315331cfa7. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -316,8 +316,10 @@ export interface paths {
         /**
          * List the project's sessions, newest first
          * @description **Read API.** The sessions of the API key's project, newest first: by `init_timestamp`
-         *     descending, then by `id` descending. Each row is the stored session (as S6 writes it) and
-         *     its `stats` (see `getSessionStats`). Sessions of other projects are never listed.
+         *     descending, then by `id` descending, unless `sort` and `order` say otherwise (see Order).
+         *     Each row is the stored session (as S6 writes it) and its `stats` (see `getSessionStats`),
+         *     read from totals kept as events are written, never stale. Sessions of other projects are
+         *     never listed.
          *
          *     **Filters**, all optional; every one given must match:
          *     - `tag`, repeatable (`?tag=a&tag=b`): the session has every tag given;
@@ -337,9 +339,10 @@ export interface paths {
          *       sends `is_running` (a boolean), `video` (a string or null) and objects such as
          *       `config` and `event_counts`; a session made from an OTLP trace holds `root_name` (the
          *       root span's name), `root_span_id` and `service_name` (the resource's `service.name`),
-         *       e.g. `extra.service_name=checkout`. One value per key: a key given
-         *       twice is a 400. Not indexed: it narrows the sessions the other filters (or the sort)
-         *       walk;
+         *       e.g. `extra.service_name=checkout`. One value per key: a key given twice is a 400
+         *       naming `query.extra.<key>`; at most 20 keys (more: a 400 naming `query.extra`); `extra.`
+         *       with no key is a 400. Not indexed: it narrows the sessions the other filters (or the
+         *       sort) walk;
          *     - `min_cost`, `max_cost`: decimal strings (`0.05`, at most 12 decimals), both bounds
          *       included, compared with `stats.cost` as it is shown (rounded to 12 decimals);
          *     - `min_duration_ms`, `max_duration_ms`: decimal milliseconds (at most 3 decimals), both
@@ -1721,6 +1724,15 @@ export interface components {
             /** @description The size of the session's logs in bytes, this text included. */
             size: number;
         };
+        /**
+         * @description The list's `extra.<key>=<value>` filters as one object: each field is a top-level
+         *     field of the session's extra that must hold this value, compared as the list compares
+         *     it (a string as it is, a number by its literal text, true or false). A number or a
+         *     boolean given here is compared by its JSON text (`3` as `"3"`, `true` as `"true"`).
+         */
+        ExtraFilter: {
+            [key: string]: string | number | boolean;
+        };
         /** @description A cost bound in the currency of `stats.cost`, a plain decimal (`0.05`), at most 12 decimals; included. */
         CostBound: string;
         /** @description A duration bound in milliseconds, a plain decimal (`1500`, `0.25`), at most 3 decimals; included. */
@@ -1748,15 +1760,7 @@ export interface components {
             conversation_id?: string;
             /** @description Sessions with an llm event of this model. */
             model?: string;
-            /**
-             * @description The list's `extra.<key>=<value>` filters as one object: each field is a top-level
-             *     field of the session's extra that must hold this value, compared as the list compares
-             *     it (a string as it is, a number by its literal text, true or false). A number or a
-             *     boolean given here is compared by its JSON text (`3` as `"3"`, `true` as `"true"`).
-             */
-            extra?: {
-                [key: string]: string | number | boolean;
-            };
+            extra?: components["schemas"]["ExtraFilter"];
             min_cost?: components["schemas"]["CostBound"];
             max_cost?: components["schemas"]["CostBound"];
             min_duration_ms?: components["schemas"]["DurationBound"];

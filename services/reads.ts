@@ -89,7 +89,8 @@ export function sessionFilter(fields: FilterFields, where: string, errors: Error
 
 /** The extra.<key> filters: fields named so (a query), or the body's `extra` object. */
 function extraFilter(fields: FilterFields, at: (name: string) => string, errors: ErrorDetail[]) {
-  const extra: Record<string, string> = {};
+  // No prototype: a key may be `__proto__`.
+  const extra: Record<string, string> = Object.create(null);
   for (const [name, value] of Object.entries(fields)) {
     if (!name.startsWith(EXTRA_PREFIX)) continue;
     const key = name.slice(EXTRA_PREFIX.length);

@@ -323,6 +323,9 @@ t.test("bad values: a 400 naming query.<name>", async (t) => {
   const many = Array.from({ length: 21 }, (_, i) => `extra.k${i}=v`).join("&");
   isBadParameter(t, await read(api, `/v2/sessions?${many}`), ["query.extra"]);
   t.equal((await read(api, "/v2/sessions?extra.a.b=1")).statusCode, 200, "a dot after the first is part of the key");
+  const proto = await read(api, "/v2/sessions?extra.__proto__=x&extra.constructor=y");
+  t.equal(proto.statusCode, 200, "__proto__ and constructor are keys like any other");
+  t.strictSame(proto.json().sessions, []);
   isInvalid(t, await read(api, "/v2/sessions?sort=cost&min_cost=x&has_errors=maybe"), [
     "query.min_cost",
     "query.has_errors",

@@ -54,7 +54,21 @@ const decimalArb = (places: number) =>
     .map(([whole, fraction]) => (fraction === null ? `${whole}` : `${whole}.${fraction}`));
 
 export const conv = new SchemaArbitraries(spec, {
-  refine: { EndState: () => endStateArb, CostBound: () => decimalArb(12), DurationBound: () => decimalArb(3) },
+  refine: {
+    EndState: () => endStateArb,
+    CostBound: () => decimalArb(12),
+    DurationBound: () => decimalArb(3),
+    // minProperties, which the plain arbitrary does not know.
+    ExtraFilter: () =>
+      fc.dictionary(
+        textArb(1, 32),
+        fc.oneof(textArb(0, 32), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.boolean()),
+        {
+          minKeys: 1,
+          maxKeys: 20,
+        },
+      ),
+  },
 });
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 export const idArb = conv.valid(ref("Id")) as fc.Arbitrary<string>;

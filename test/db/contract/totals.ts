@@ -80,6 +80,23 @@ export function totalsContract(t: Test, { fresh }: Fixtures) {
       const page = await store.listSessions(p, {}, undefined, 100);
       const listed = page.items.find((item) => item.session.id === id);
       t.strictSame(listed?.totals, found.totals, `${what}: a list row has the same totals`);
+      // duration_us, as statsView computes duration_ms: the end, else the last event, else the start.
+      const { session } = found;
+      const end =
+        session.end_timestamp === null
+          ? undefined
+          : Date.parse(session.end_timestamp) * 1000 + micros(session.end_timestamp);
+      const duration = Math.max(0, (end ?? expected.last_us ?? session.init_us) - session.init_us);
+      const exact = await store.listSessions(
+        p,
+        { min_duration_us: duration, max_duration_us: duration },
+        undefined,
+        100,
+      );
+      t.ok(
+        exact.items.some((item) => item.session.id === id),
+        `${what}: duration ${duration} µs`,
+      );
       // session_models: every model, and only those, finds the session.
       for (const model of models(found.events).keys()) {
         const hits = await store.listSessions(p, { model }, undefined, 100);
