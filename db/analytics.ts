@@ -31,6 +31,14 @@ export interface Dialect {
   tagRows: string;
   /** Rows (i, lo, hi) of the series' ranges, from @a_lo and @a_hi (arrays of the same length). */
   ranges: string;
+  /**
+   * FROM `b` (the ranges) and `sessions s` WHERE the session is in the range and `where` holds,
+   * planned as one index range scan of (project_id, init_us) per range: SQLite keeps the left
+   * side of a CROSS JOIN outside; PostgreSQL needs a LATERAL subquery kept whole by OFFSET 0 (it
+   * otherwise misjudges the join's rows and scans every session of the project against every
+   * range: 290 ms instead of 30 for 48 hours).
+   */
+  inRanges(columns: string, where: string): string;
   /** A text expression in the collation of ids (PostgreSQL: "C"), so that texts of two columns compare. */
   text(expr: string): string;
 }
@@ -111,14 +119,12 @@ const SESSION =
 /**
  * The time series: the measures of the sessions matching `where` (over `sessions s`, the
  * project's condition included) whose init_us is in [lo, hi) of each range, by the range's index
- * (g). Each range is an index range scan of (project_id, init_us): CROSS JOIN keeps SQLite's
- * loop over the ranges outside, the one over sessions inside.
+ * (g). Each range is an index range scan of (project_id, init_us) (Dialect.inRanges).
  */
 export function seriesQuery(d: Dialect, where: string, ranges: { lo: number; hi: number }[]): Query {
   const measured = `WITH b AS (${d.ranges}),
     fs AS (
-      SELECT b.i AS g, ${SESSION} FROM b CROSS JOIN sessions s
-      WHERE s.init_us >= b.lo AND s.init_us < b.hi AND ${where}
+      SELECT b.i AS g, ${SESSION} FROM ${d.inRanges(SESSION, where)}
     ),
     ${SESSION_MEASURES}`;
   return {

@@ -25,6 +25,9 @@ const POSTGRES: Dialect = {
   ranges: `SELECT (b.o - 1)::int AS i, b.lo, b.hi
     FROM unnest(@a_lo::int8[], @a_hi::int8[]) WITH ORDINALITY AS b(lo, hi, o)`,
   text: (expr) => `(${expr}) COLLATE "C"`,
+  inRanges: (columns, where) =>
+    `b CROSS JOIN LATERAL (SELECT ${columns} FROM sessions s
+      WHERE s.init_us >= b.lo AND s.init_us < b.hi AND ${where} OFFSET 0) s`,
 };
 
 /** The SQL's @a_ placeholders as $n, numbered after the filter's parameters. */

@@ -29,6 +29,7 @@ const SQLITE: Dialect = {
   ranges:
     "SELECT lo.key AS i, lo.value AS lo, json_extract(@a_hi, '$[' || lo.key || ']') AS hi FROM json_each(@a_lo) lo",
   text: (expr) => expr,
+  inRanges: (_, where) => `b CROSS JOIN sessions s WHERE s.init_us >= b.lo AND s.init_us < b.hi AND ${where}`,
 };
 
 export function analyticsQueries(db: Db) {
