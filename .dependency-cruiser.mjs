@@ -15,8 +15,8 @@
 //   domain/                 the records and rules of the API.
 //   db/store.ts, db/errors.ts     the storage interface and its typed errors.
 //   db/sqlite/, db/postgres/      the adapters: only the top, tests and scripts pick one.
-//   db/rows.ts, db/groups.ts, db/migrations.ts   what the adapters share (rows as records, the
-//                           group commit's queue and figures, migration files); only the adapters,
+//   db/rows.ts, db/groups.ts, db/migrations.ts, db/analytics.ts   what the adapters share (rows as records, the
+//                           group commit's queue and figures, migration files, the analytics SQL); only the adapters,
 //                           tests and scripts import them.
 //   ui/                     the static UI assets module (ui/*.js are browser scripts).
 //   lib/                    leaf utilities (paths, spec loading): import nothing of ours.
@@ -51,7 +51,7 @@ const UI = "^ui/";
 const DB_STORE = "^db/store\\.ts$";
 const DB_CORE = "^db/(store|errors)\\.ts$";
 const ADAPTERS = "^db/(sqlite|postgres)/";
-const DB_SHARED = "^db/(rows|groups|migrations)\\.ts$";
+const DB_SHARED = "^db/(rows|groups|migrations|analytics)\\.ts$";
 const GENERATED = "^generated/";
 const CLIENT = "^clients/typescript/";
 // Unanchored: a package may resolve through a symlink to a node_modules outside the root.

@@ -7,6 +7,8 @@
  * Failures are the typed errors of db/errors.ts. test/db/store.contract.ts holds every adapter
  * to this.
  */
+
+import type { Breakdown, BreakdownRequest, Measures, Range } from "../domain/analytics.ts";
 import type {
   AgentRecord,
   ApiKeyRecord,
@@ -135,6 +137,23 @@ export interface Store {
    * zeros.
    */
   reclaimSpace(maxPages: number): Promise<{ freed: number; left: number }>;
+
+  /**
+   * Analytics (docs/decisions/024-analytics.md): for each range [lo, hi) of init_us, in order,
+   * the measures of the project's sessions in it that match the filter (its from_us and to_us
+   * too): their count, failures, the sums of their totals, and nearest-rank percentiles of
+   * their durations (statsView's duration_ms, in microseconds); zeros and nulls for a range
+   * without sessions. Read from one snapshot.
+   */
+  analyticsSeries(projectId: string, filter: SessionFilter, ranges: Range[]): Promise<Measures[]>;
+  /**
+   * Analytics: the measures of the project's sessions that match the filter, grouped by
+   * `request.by` (session groupings: a session in each group it belongs to; event groupings:
+   * the group's events, as openapi.yaml getAnalyticsBreakdown defines them), ranked with
+   * domain/analytics.ts rankGroups; the groups past the top `limit` together as `other`, its
+   * percentiles over their rows together. Read from one snapshot.
+   */
+  analyticsBreakdown(projectId: string, filter: SessionFilter, request: BreakdownRequest): Promise<Breakdown>;
 
   /** Stores the events not already stored under their id; false when the session is not in the project. */
   insertEvents(projectId: string, sessionId: string, events: EventRecord[], keyId?: string): Promise<boolean>;

@@ -14,6 +14,8 @@ import { exportSession } from "./exportSession.ts";
 import { exportSessions } from "./exportSessions.ts";
 import { exportTraces } from "./exportTraces.ts";
 import { exportTracesSlash } from "./exportTracesSlash.ts";
+import { getAnalyticsBreakdown } from "./getAnalyticsBreakdown.ts";
+import { getAnalyticsTimeseries } from "./getAnalyticsTimeseries.ts";
 import { getHealth } from "./getHealth.ts";
 import { getHealthAlias } from "./getHealthAlias.ts";
 import { getMetrics } from "./getMetrics.ts";
@@ -55,6 +57,8 @@ export const createHandlers = (deps: Deps) =>
     exportSessions: exportSessions(deps),
     deleteSession: deleteSession(deps),
     deleteSessions: deleteSessions(deps),
+    getAnalyticsTimeseries: getAnalyticsTimeseries(deps),
+    getAnalyticsBreakdown: getAnalyticsBreakdown(deps),
     getHealth: getHealth(deps),
     getReadiness: getReadiness(deps),
     getMetrics: getMetrics(deps),

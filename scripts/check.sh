@@ -30,7 +30,7 @@ gate "typecheck" npm run -s typecheck
 # use the storage thread anyway), and the CLI's (cost.cli, container: child processes too).
 # Each build() here starts a storage thread: about 0.2-0.4 s a test.
 THREAD_TESTS=(
-  test/attacks.*.test.ts test/auth.*.test.ts test/cost.bills.test.ts test/cost.migration.test.ts
+  test/analytics.*.test.ts test/attacks.*.test.ts test/auth.*.test.ts test/cost.bills.test.ts test/cost.migration.test.ts
   test/cost.overrides.test.ts test/cost.pricing.test.ts test/events.*.test.ts test/faults.test.ts
   test/general.*.test.ts test/limits.l*.test.ts test/read.*.test.ts test/replay.test.ts test/sessions.*.test.ts
   test/ui.test.ts test/otlp.t1-t4.test.ts test/otlp.t5-t7.test.ts test/otlp.replay.test.ts test/metrics.test.ts

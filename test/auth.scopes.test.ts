@@ -114,6 +114,8 @@ const REQUESTS: Record<string, { ok: number; send: Send }> = {
   getSessionStats: { ok: 200, send: get(`/v2/sessions/${SEEN}/stats`, keyHeader) },
   exportSession: { ok: 200, send: get(`/v2/sessions/${SEEN}/export`, keyHeader) },
   exportSessions: { ok: 200, send: get("/v2/export?format=csv", keyHeader) },
+  getAnalyticsTimeseries: { ok: 200, send: get("/v2/analytics/timeseries?bucket=hour&tz=Asia/Kolkata", keyHeader) },
+  getAnalyticsBreakdown: { ok: 200, send: get("/v2/analytics/breakdown?by=model", keyHeader) },
   getSessionLogs: { ok: 200, send: get(`/v2/sessions/${TRACE_SESSION}/logs`, keyHeader) },
   deleteSession: {
     ok: 200,

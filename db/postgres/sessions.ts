@@ -182,7 +182,7 @@ const keyOf = (row: PgSessionRow, by: SessionSort["by"]) =>
 const usOf = (column: string) => `(extract(epoch FROM ${column}::timestamptz) * 1000000)::int8`;
 
 /** The WHERE of a list query (and a delete batch's): only the filters given, with their parameters. */
-function conditions(projectId: string, filter: SessionFilter, after: Position | undefined) {
+export function conditions(projectId: string, filter: SessionFilter, after: Position | undefined) {
   const params: unknown[] = [projectId];
   const p = (value: unknown) => `$${params.push(value)}`;
   const where = ["s.project_id = $1"];

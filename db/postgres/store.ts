@@ -20,6 +20,7 @@ import type { EventRecord, ImportedPrices, UnpricedModel } from "../../domain/ty
 import { SchemaMismatch, StorageFault } from "../errors.ts";
 import { eventRow } from "../rows.ts";
 import type { Store } from "../store.ts";
+import { analyticsBreakdown, analyticsSeries } from "./analytics.ts";
 import { rethrow } from "./errors.ts";
 import { type EventPatcher, eventsPage, updateEvents, upsertAgent } from "./events.ts";
 import { GROUP_MAX_ROWS, PgGroupCommit } from "./group-commit.ts";
@@ -225,6 +226,9 @@ function postgresStore(
           : write(GROUP_MAX_ROWS, undefined, projectId, (tx) => deleteBatch(tx, projectId, filter, batch)),
       // Deleted rows' space is reused by (auto)vacuum; nothing is given back to the file system here.
       reclaimSpace: async () => ({ freed: 0, left: 0 }),
+      analyticsSeries: (projectId, filter, ranges) => snapshot((tx) => analyticsSeries(tx, projectId, filter, ranges)),
+      analyticsBreakdown: (projectId, filter, request) =>
+        snapshot((tx) => analyticsBreakdown(tx, projectId, filter, request)),
 
       insertEvents: (projectId, sessionId, list: EventRecord[], keyId) =>
         group.events(projectId, sessionId, list.map(eventRow), keyId),

@@ -137,6 +137,16 @@ function listQuery(
   return { conditions, params };
 }
 
+/**
+ * The list's filters as one WHERE over `sessions s` (the project's condition first), with its
+ * parameters: what the analytics queries (analytics.ts) select their sessions with.
+ */
+export function filterWhere(projectId: string, filter: SessionFilter) {
+  const { conditions, params } = listQuery(projectId, filter, undefined, 0);
+  delete params.limit;
+  return { where: ["s.project_id = @project_id", ...conditions.map((c) => CONDITIONS[c])].join(" AND "), params };
+}
+
 /** The statements of the sessions table, prepared once. */
 function prepare(db: Db) {
   return {

@@ -20,6 +20,7 @@ import type { EventRecord, TraceOutcome } from "../../domain/types.ts";
 import { SchemaMismatch } from "../errors.ts";
 import { type EventRow, eventRow } from "../rows.ts";
 import type { StorageStats, Store } from "../store.ts";
+import { analyticsQueries } from "./analytics.ts";
 import { type Checkpointer, startCheckpointer } from "./checkpointer.ts";
 import { rethrow } from "./errors.ts";
 import { type EventPatcher, eventStatements } from "./events.ts";
@@ -87,6 +88,7 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
   const group = new GroupCommit(db);
   const readSession = db.transaction(sessions.read.bind(sessions));
   const countBatch = db.transaction(sessions.deleteBatch.bind(sessions));
+  const analytics = analyticsQueries(db);
 
   /**
    * A write call: queued for the next group commit, and run there only when the session is in
@@ -135,6 +137,8 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
         ? countBatch(projectId, filter, batch)
         : group.write(GROUP_MAX_ROWS, () => sessions.deleteBatch(projectId, filter, batch)),
     reclaimSpace: (maxPages) => group.write(1, () => reclaim(db, maxPages)),
+    analyticsSeries: async (projectId, filter, ranges) => analytics.series(projectId, filter, ranges),
+    analyticsBreakdown: async (projectId, filter, request) => analytics.breakdown(projectId, filter, request),
 
     insertEvents: (projectId, sessionId, list: EventRecord[], keyId) =>
       insertEventRows(projectId, sessionId, list.map(eventRow), keyId),

@@ -10,6 +10,7 @@
  * (contract/values.ts).
  */
 import type { Test } from "tap";
+import { analyticsContract } from "./contract/analytics.ts";
 import { eventContract } from "./contract/events.ts";
 import { type Adapter, fixtures } from "./contract/fixture.ts";
 import { keyContract } from "./contract/keys.ts";
@@ -34,4 +35,5 @@ export function storeContract(t: Test, adapter: Adapter) {
   priceContract(t, f);
   retentionContract(t, f);
   totalsContract(t, f);
+  analyticsContract(t, f);
 }

@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 3ba42e58af1d2136cf6fa19043f675f5ad7f47a0df5963d759bb9eb111da1581. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 9ef44cee954d1a75f03fccd482d798da0576d3df57c461680e1b76315331cfa7. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -370,6 +370,129 @@ export interface paths {
          *     (`query.limit`, `query.tag[1]`).
          */
         get: operations["listSessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/analytics/timeseries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Sessions, events, failures, tokens, cost and duration percentiles per day or hour
+         * @description **Read API.** The measures of the API key's project's sessions, one point per time bucket,
+         *     every bucket of the range present (an empty one with zeros and `null` percentiles). A
+         *     session is placed in the bucket that holds its `init_timestamp`, with all of its events
+         *     (an event's own time does not move it).
+         *
+         *     **Buckets** (`bucket`): `day` (the default) or `hour`, in the time zone `tz`: an IANA name
+         *     (`Europe/Lisbon`, `Asia/Kolkata`, `America/New_York`; case-insensitive, links such as
+         *     `Asia/Calcutta` too), `UTC` by default; an unknown name is a 400 naming `query.tz`. A day
+         *     runs from one local midnight to the next, so a DST change makes it 23 or 25 hours long
+         *     (where a change skips midnight, the day starts at its first instant). An hour bucket
+         *     starts at a local HH:00: the hour a spring change skips has no bucket, the hour an autumn
+         *     change repeats has two (their `start`s differ by offset). Zones ahead of UTC by 5:30 or
+         *     5:45 work the same way: their days and hours start at :30 or :15 UTC.
+         *
+         *     **Range**: `from` (included) and `to` (excluded), G6 timestamps. Without `to`: the end of
+         *     the bucket that holds now (today's or this hour's bucket is the last point). Without
+         *     `from`: 30 buckets for `day`, 48 for `hour`, ending with the bucket that holds the instant
+         *     just before `to`. `from` and `to` need not fall on bucket starts: the first and last points
+         *     then count only the sessions within [`from`, `to`). `to` at or before `from` is a 400
+         *     naming `query.to`; more than 1000 buckets is a 400 naming `query.from`.
+         *
+         *     **Filters**: every filter of `listSessions` (`tag`, `end_state`, `agent_id`, `q`,
+         *     `conversation_id`, `model`, `extra.<key>=<value>`, `min_cost`, `max_cost`,
+         *     `min_duration_ms`, `max_duration_ms`, `has_errors`), with the same meaning and the same
+         *     400s; `from` and `to` are the range above. A filter selects sessions: `model=gpt-4o` keeps
+         *     the sessions that used it, with all their measures.
+         *
+         *     **Measures** of each point (the sessions of the bucket that match the filters):
+         *     - `sessions`: how many; `failures`: how many with `end_state` `Fail`;
+         *     - `events`, `error_events`, `prompt_tokens`, `completion_tokens`: the sums of their stats'
+         *       `events`, `error_count`, `prompt_tokens` and `completion_tokens` (see `getSessionStats`);
+         *     - `cost`: the sum of their stats' `cost`, written as `token_cost` (S6): a plain decimal with
+         *       at most 12 places, at least 2 (`"0.00"` when none);
+         *     - `duration_ms`: `p50`, `p95`, `p99` of their stats' `duration_ms`, nearest-rank: the pth
+         *       percentile of n durations is the smallest duration with at least p% of them at or below
+         *       it, i.e. the ceil(n·p/100)th in ascending order (always one of the durations, never an
+         *       interpolation); `null` when the bucket has no session.
+         *
+         *     A bad query parameter is a 400 `Invalid request` whose `details` name it as `query.<name>`.
+         */
+        get: operations["getAnalyticsTimeseries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/analytics/breakdown": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The same measures grouped by model, event type, tag, end state, agent or tool; top N and the rest
+         * @description **Read API.** The measures of the API key's project's sessions whose `init_timestamp` is
+         *     in [`from`, `to`) and that match the filters, grouped by `by`: the top `limit` groups
+         *     (1 to 100, default 10) by `sort`, largest first, ties by key (byte order, `null` last),
+         *     and `other`: the groups past the top `limit`, taken together, or `null` when there are
+         *     none. `from` and `to` are G6 timestamps; without `to`, now; without `from`, 30 days (720
+         *     hours) before `to`; `to` at or before `from` is a 400 naming `query.to`.
+         *
+         *     **Filters**: every filter of `listSessions` (`tag`, `end_state`, `agent_id`, `q`,
+         *     `conversation_id`, `model`, `extra.<key>=<value>`, `min_cost`, `max_cost`,
+         *     `min_duration_ms`, `max_duration_ms`, `has_errors`), with the same meaning and the same
+         *     400s. Filters select sessions; event groupings then group those sessions' events
+         *     (`by=model&model=m1` also shows the other models those sessions used).
+         *
+         *     **Session groupings** (`end_state`, `tag`, `agent`): each group is a set of sessions, and
+         *     its measures are those of `getAnalyticsTimeseries` over them (whole sessions: all their
+         *     events, their stats' tokens and cost, their durations).
+         *     - `end_state`: `Success`, `Fail`, `Indeterminate`, or `null` (not ended);
+         *     - `tag`: a session is in the group of each of its tags (a tag repeated counts once), and
+         *       in the `null` group when it has none: a session with two tags counts in two groups;
+         *     - `agent`: a session is in the group of each agent it has, registered (create_agent) or
+         *       named by an event's `agent_id` (as the `agent_id` filter matches), and in `null` when
+         *       none.
+         *
+         *     **Event groupings** (`model`, `type`, `tool`): each group is a set of events of the
+         *     selected sessions, and its measures are those of its events:
+         *     - `model`: the llm events, by `model` (`null`: llm events without one);
+         *       `type`: every event, by kind (`llm`, `tool`, `action`, `error`);
+         *       `tool`: the tool events, by `name` (the SDK's `tool_name`; `null` when it has none);
+         *     - `events`: how many such events; `sessions`: how many sessions have at least one;
+         *       `failures`: how many of those sessions ended `Fail`;
+         *     - `error_events`: the error events that name one of the group's events as their trigger:
+         *       their `trigger_event_id`, or for errors of OTLP spans the span they were recorded on
+         *       (T16); an error without a trigger is in no group's `error_events`;
+         *     - `prompt_tokens`, `completion_tokens`, `cost`: the sums over the group's llm events (0
+         *       for groups of other kinds, as a session's stats count only llm events);
+         *     - `duration_ms`: nearest-rank `p50`, `p95`, `p99` of the events' `end_timestamp` −
+         *       `init_timestamp` (never negative), over the events that have an `end_timestamp`;
+         *       `null` when none has.
+         *
+         *     **`other`**: its counts and sums are the sums of the groups past the top `limit` (so a
+         *     session in two of those groups counts twice in its `sessions`); its percentiles are
+         *     computed over the durations of those groups taken together (not summed, not averaged).
+         *     `sort`: `cost` (the default), `sessions`, `events`, `failures`, `tokens`
+         *     (prompt + completion) or `duration_p95` (groups without a duration last).
+         *
+         *     A bad query parameter is a 400 `Invalid request` whose `details` name it as `query.<name>`.
+         */
+        get: operations["getAnalyticsBreakdown"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1403,6 +1526,53 @@ export interface components {
         };
         /** @description Pass it as `cursor` for the next page; `null` on the last page. */
         NextCursor: string | null;
+        /** @description Nearest-rank percentiles in milliseconds (with microsecond fractions); `null` when there is no duration. */
+        AnalyticsPercentiles: {
+            p50: number | null;
+            p95: number | null;
+            p99: number | null;
+        };
+        AnalyticsMeasures: {
+            sessions: number;
+            failures: number;
+            events: number;
+            error_events: number;
+            prompt_tokens: number;
+            completion_tokens: number;
+            /** @description A plain decimal, as `token_cost` (S6). */
+            cost: string;
+            duration_ms: components["schemas"]["AnalyticsPercentiles"];
+        };
+        AnalyticsPoint: {
+            /** @description The bucket's start as the wall-clock time of `tz` with its offset, `2026-03-29T00:00:00+01:00` (`+00:00` for UTC). */
+            start: string;
+        } & components["schemas"]["AnalyticsMeasures"];
+        AnalyticsGroup: {
+            key: string | null;
+        } & components["schemas"]["AnalyticsMeasures"];
+        AnalyticsTimeseriesResponse: {
+            /** @constant */
+            status: "success";
+            /** @enum {string} */
+            bucket: "day" | "hour";
+            /** @description The time zone as given (`UTC` when absent). */
+            tz: string;
+            /** @description The range's start (included), G6 UTC. */
+            from: string;
+            /** @description The range's end (excluded), G6 UTC. */
+            to: string;
+            points: components["schemas"]["AnalyticsPoint"][];
+        };
+        AnalyticsBreakdownResponse: {
+            /** @constant */
+            status: "success";
+            /** @enum {string} */
+            by: "model" | "type" | "tag" | "end_state" | "agent" | "tool";
+            from: string;
+            to: string;
+            items: components["schemas"]["AnalyticsGroup"][];
+            other: null | components["schemas"]["AnalyticsMeasures"];
+        };
         ListSessionsResponse: {
             /** @constant */
             status: "success";
@@ -2026,6 +2196,21 @@ export interface components {
          * @example WyJzZXNzaW9ucyIsMTc5NTMyNDE4MzY0MDM2MSwiNzlmNmZjNmItODQ2My00YmM3LThhNjgtYzNmODRhMmM5NDIzIl2438KpLks
          */
         Cursor: string;
+        /**
+         * @description The IANA time zone of the buckets (`Europe/Lisbon`); `UTC` when absent. An unknown name is a 400.
+         * @example Europe/Lisbon
+         */
+        AnalyticsTz: string;
+        /**
+         * @description The range's start, included (G6); sessions are placed by `init_timestamp`. See the operation for the default.
+         * @example 2026-11-01T00:00:00Z
+         */
+        AnalyticsFrom: string;
+        /**
+         * @description The range's end, excluded (G6). See the operation for the default.
+         * @example 2026-12-01T00:00:00Z
+         */
+        AnalyticsTo: string;
         /** @description Sessions having this tag; repeat it for sessions having every one of them. */
         FilterTag: string[];
         /**
@@ -2655,6 +2840,270 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ListSessionsResponse"];
+                };
+            };
+            400: components["responses"]["InvalidQuery"];
+            401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getAnalyticsTimeseries: {
+        parameters: {
+            query?: {
+                /**
+                 * @description `day` (the default) or `hour`.
+                 * @example day
+                 */
+                bucket?: "day" | "hour";
+                /**
+                 * @description The IANA time zone of the buckets (`Europe/Lisbon`); `UTC` when absent. An unknown name is a 400.
+                 * @example Europe/Lisbon
+                 */
+                tz?: components["parameters"]["AnalyticsTz"];
+                /**
+                 * @description The range's start, included (G6); sessions are placed by `init_timestamp`. See the operation for the default.
+                 * @example 2026-11-01T00:00:00Z
+                 */
+                from?: components["parameters"]["AnalyticsFrom"];
+                /**
+                 * @description The range's end, excluded (G6). See the operation for the default.
+                 * @example 2026-12-01T00:00:00Z
+                 */
+                to?: components["parameters"]["AnalyticsTo"];
+                /** @description Sessions having this tag; repeat it for sessions having every one of them. */
+                tag?: components["parameters"]["FilterTag"];
+                /**
+                 * @description `Success`, `Fail` or `Indeterminate`, any case, or an S5 alias (`completed`, `ok`, `failed`, `error`, `unknown`, ...).
+                 * @example Fail
+                 */
+                end_state?: components["parameters"]["FilterEndState"];
+                /**
+                 * @description Sessions with an agent of this id, registered or named by an event's `agent_id`.
+                 * @example b8d63dc0-a7e4-467a-9038-02ccb144ef62
+                 */
+                agent_id?: components["parameters"]["FilterAgentId"];
+                /**
+                 * @description A case-insensitive substring of `end_state_reason`.
+                 * @example timeout
+                 */
+                q?: components["parameters"]["FilterQ"];
+                /** @description Sessions of this conversation (an OTLP trace's `gen_ai.conversation.id`, `session.id`, ..., T13). */
+                conversation_id?: components["parameters"]["FilterConversationId"];
+                /**
+                 * @description Sessions with an llm event of this model (exact, case-sensitive).
+                 * @example gpt-4o-mini
+                 */
+                model?: components["parameters"]["FilterModel"];
+                /**
+                 * @description Sessions whose `stats.cost` is at least this decimal (at most 12 decimals).
+                 * @example 0.05
+                 */
+                min_cost?: components["parameters"]["FilterMinCost"];
+                /**
+                 * @description Sessions whose `stats.cost` is at most this decimal (at most 12 decimals).
+                 * @example 1.5
+                 */
+                max_cost?: components["parameters"]["FilterMaxCost"];
+                /**
+                 * @description Sessions whose `stats.duration_ms` is at least this many milliseconds (at most 3 decimals).
+                 * @example 1000
+                 */
+                min_duration_ms?: components["parameters"]["FilterMinDurationMs"];
+                /**
+                 * @description Sessions whose `stats.duration_ms` is at most this many milliseconds (at most 3 decimals).
+                 * @example 60000.5
+                 */
+                max_duration_ms?: components["parameters"]["FilterMaxDurationMs"];
+                /**
+                 * @description `true`: sessions with at least one error event; `false`: sessions with none.
+                 * @example true
+                 */
+                has_errors?: components["parameters"]["FilterHasErrors"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One point per bucket of the range, in time order. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "bucket": "day",
+                     *       "tz": "Europe/Lisbon",
+                     *       "from": "2026-03-28T00:00:00Z",
+                     *       "to": "2026-03-29T23:00:00Z",
+                     *       "points": [
+                     *         {
+                     *           "start": "2026-03-28T00:00:00+00:00",
+                     *           "sessions": 0,
+                     *           "failures": 0,
+                     *           "events": 0,
+                     *           "error_events": 0,
+                     *           "prompt_tokens": 0,
+                     *           "completion_tokens": 0,
+                     *           "cost": "0.00",
+                     *           "duration_ms": {
+                     *             "p50": null,
+                     *             "p95": null,
+                     *             "p99": null
+                     *           }
+                     *         },
+                     *         {
+                     *           "start": "2026-03-29T00:00:00+00:00",
+                     *           "sessions": 3,
+                     *           "failures": 1,
+                     *           "events": 12,
+                     *           "error_events": 1,
+                     *           "prompt_tokens": 1200,
+                     *           "completion_tokens": 300,
+                     *           "cost": "0.0042",
+                     *           "duration_ms": {
+                     *             "p50": 1500,
+                     *             "p95": 60000,
+                     *             "p99": 60000
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AnalyticsTimeseriesResponse"];
+                };
+            };
+            400: components["responses"]["InvalidQuery"];
+            401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getAnalyticsBreakdown: {
+        parameters: {
+            query: {
+                /**
+                 * @description What to group by; required.
+                 * @example model
+                 */
+                by: "model" | "type" | "tag" | "end_state" | "agent" | "tool";
+                /**
+                 * @description The most groups in `items`, 1 to 100; 10 when absent. The rest are `other`.
+                 * @example 10
+                 */
+                limit?: number;
+                /**
+                 * @description What ranks the groups, largest first; `cost` when absent.
+                 * @example cost
+                 */
+                sort?: "cost" | "sessions" | "events" | "failures" | "tokens" | "duration_p95";
+                /**
+                 * @description The range's start, included (G6); sessions are placed by `init_timestamp`. See the operation for the default.
+                 * @example 2026-11-01T00:00:00Z
+                 */
+                from?: components["parameters"]["AnalyticsFrom"];
+                /**
+                 * @description The range's end, excluded (G6). See the operation for the default.
+                 * @example 2026-12-01T00:00:00Z
+                 */
+                to?: components["parameters"]["AnalyticsTo"];
+                /** @description Sessions having this tag; repeat it for sessions having every one of them. */
+                tag?: components["parameters"]["FilterTag"];
+                /**
+                 * @description `Success`, `Fail` or `Indeterminate`, any case, or an S5 alias (`completed`, `ok`, `failed`, `error`, `unknown`, ...).
+                 * @example Fail
+                 */
+                end_state?: components["parameters"]["FilterEndState"];
+                /**
+                 * @description Sessions with an agent of this id, registered or named by an event's `agent_id`.
+                 * @example b8d63dc0-a7e4-467a-9038-02ccb144ef62
+                 */
+                agent_id?: components["parameters"]["FilterAgentId"];
+                /**
+                 * @description A case-insensitive substring of `end_state_reason`.
+                 * @example timeout
+                 */
+                q?: components["parameters"]["FilterQ"];
+                /** @description Sessions of this conversation (an OTLP trace's `gen_ai.conversation.id`, `session.id`, ..., T13). */
+                conversation_id?: components["parameters"]["FilterConversationId"];
+                /**
+                 * @description Sessions with an llm event of this model (exact, case-sensitive).
+                 * @example gpt-4o-mini
+                 */
+                model?: components["parameters"]["FilterModel"];
+                /**
+                 * @description Sessions whose `stats.cost` is at least this decimal (at most 12 decimals).
+                 * @example 0.05
+                 */
+                min_cost?: components["parameters"]["FilterMinCost"];
+                /**
+                 * @description Sessions whose `stats.cost` is at most this decimal (at most 12 decimals).
+                 * @example 1.5
+                 */
+                max_cost?: components["parameters"]["FilterMaxCost"];
+                /**
+                 * @description Sessions whose `stats.duration_ms` is at least this many milliseconds (at most 3 decimals).
+                 * @example 1000
+                 */
+                min_duration_ms?: components["parameters"]["FilterMinDurationMs"];
+                /**
+                 * @description Sessions whose `stats.duration_ms` is at most this many milliseconds (at most 3 decimals).
+                 * @example 60000.5
+                 */
+                max_duration_ms?: components["parameters"]["FilterMaxDurationMs"];
+                /**
+                 * @description `true`: sessions with at least one error event; `false`: sessions with none.
+                 * @example true
+                 */
+                has_errors?: components["parameters"]["FilterHasErrors"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The top groups and the rest. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "by": "model",
+                     *       "from": "2026-10-27T10:00:00Z",
+                     *       "to": "2026-11-26T10:00:00Z",
+                     *       "items": [
+                     *         {
+                     *           "key": "gpt-4o",
+                     *           "sessions": 120,
+                     *           "failures": 6,
+                     *           "events": 480,
+                     *           "error_events": 3,
+                     *           "prompt_tokens": 96000,
+                     *           "completion_tokens": 12000,
+                     *           "cost": "0.36",
+                     *           "duration_ms": {
+                     *             "p50": 820,
+                     *             "p95": 2900,
+                     *             "p99": 5100
+                     *           }
+                     *         }
+                     *       ],
+                     *       "other": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AnalyticsBreakdownResponse"];
                 };
             };
             400: components["responses"]["InvalidQuery"];

@@ -1,0 +1,73 @@
+/**
+ * Analytics on PostgreSQL (docs/decisions/024-analytics.md): the queries of db/analytics.ts in
+ * PostgreSQL's spelling; a question's two queries read one snapshot.
+ */
+import type pg from "pg";
+import type { Breakdown, BreakdownRequest, Range } from "../../domain/analytics.ts";
+import type { SessionFilter } from "../../domain/types.ts";
+import {
+  breakdownAnswer,
+  breakdownQuery,
+  type Dialect,
+  type DurationRow,
+  type Query,
+  type SumRow,
+  seriesAnswer,
+  seriesQuery,
+} from "../analytics.ts";
+import { conditions } from "./sessions.ts";
+
+const POSTGRES: Dialect = {
+  greatest: (a, b) => `greatest(${a}, ${b})`,
+  bodyText: (column, field) => `((${column})::json ->> '${field}') COLLATE "C"`,
+  tagRows: `SELECT DISTINCT s.pk, t.key COLLATE "C" AS key FROM sessions s, unnest(s.tags) AS t(key)
+    WHERE s.pk IN (SELECT pk FROM fs0)`,
+  ranges: `SELECT (b.o - 1)::int AS i, b.lo, b.hi
+    FROM unnest(@a_lo::int8[], @a_hi::int8[]) WITH ORDINALITY AS b(lo, hi, o)`,
+  text: (expr) => `(${expr}) COLLATE "C"`,
+  inRanges: (columns, where) =>
+    `b CROSS JOIN LATERAL (SELECT ${columns} FROM sessions s
+      WHERE s.init_us >= b.lo AND s.init_us < b.hi AND ${where} OFFSET 0) s`,
+};
+
+/** The SQL's @a_ placeholders as $n, numbered after the filter's parameters. */
+function numbered(sql: string, named: Record<string, unknown>, filterParams: unknown[]) {
+  const params = [...filterParams];
+  const numbers = new Map<string, string>();
+  const text = sql.replace(/@(a_\w+)/g, (_, name: string) => {
+    let n = numbers.get(name);
+    if (n === undefined) {
+      n = `$${params.push(named[name])}`;
+      numbers.set(name, n);
+    }
+    return n;
+  });
+  return { text, params };
+}
+
+/** Both queries of a question; run in a snapshot (REPEATABLE READ), so that they read the same rows. */
+async function ask(db: pg.ClientBase, query: Query, filter: { params: unknown[] }) {
+  const sums = numbered(query.sums, query.params, filter.params);
+  const durations = numbered(query.durations, query.params, filter.params);
+  return {
+    sums: (await db.query<SumRow>(sums.text, sums.params)).rows,
+    durations: (await db.query<DurationRow>({ text: durations.text, values: durations.params, rowMode: "array" })).rows,
+  };
+}
+
+export async function analyticsSeries(db: pg.ClientBase, projectId: string, filter: SessionFilter, ranges: Range[]) {
+  const found = conditions(projectId, filter, undefined);
+  const { sums, durations } = await ask(db, seriesQuery(POSTGRES, found.where.join(" AND "), ranges), found);
+  return seriesAnswer(sums, durations, ranges.length);
+}
+
+export async function analyticsBreakdown(
+  db: pg.ClientBase,
+  projectId: string,
+  filter: SessionFilter,
+  request: BreakdownRequest,
+): Promise<Breakdown> {
+  const found = conditions(projectId, filter, undefined);
+  const { sums, durations } = await ask(db, breakdownQuery(POSTGRES, found.where.join(" AND "), request.by), found);
+  return breakdownAnswer(sums, durations, request);
+}

@@ -1,0 +1,67 @@
+/**
+ * Analytics on SQLite (docs/decisions/024-analytics.md): the queries of db/analytics.ts in
+ * SQLite's spelling, each statement prepared once per SQL text (one per combination of filters),
+ * a question's two queries in one read transaction.
+ */
+import type Database from "better-sqlite3";
+import type { Breakdown, BreakdownRequest, Range } from "../../domain/analytics.ts";
+import type { SessionFilter } from "../../domain/types.ts";
+import {
+  breakdownAnswer,
+  breakdownQuery,
+  type Dialect,
+  type DurationRow,
+  type Query,
+  type SumRow,
+  seriesAnswer,
+  seriesQuery,
+} from "../analytics.ts";
+import type { Db } from "./open.ts";
+import { filterWhere } from "./sessions.ts";
+
+const SQLITE: Dialect = {
+  greatest: (a, b) => `max(${a}, ${b})`,
+  bodyText: (column, field) => `CAST(json_extract(${column}, '$.${field}') AS TEXT)`,
+  tagRows:
+    "SELECT DISTINCT s.pk, t.value AS key FROM sessions s, json_each(s.tags) t WHERE s.pk IN (SELECT pk FROM fs0)",
+  // Both bounds from one row, so that each range is one index range of sessions (a join of two
+  // json_each would read the sessions after lo for every lo).
+  ranges:
+    "SELECT lo.key AS i, lo.value AS lo, json_extract(@a_hi, '$[' || lo.key || ']') AS hi FROM json_each(@a_lo) lo",
+  text: (expr) => expr,
+  inRanges: (_, where) => `b CROSS JOIN sessions s WHERE s.init_us >= b.lo AND s.init_us < b.hi AND ${where}`,
+};
+
+export function analyticsQueries(db: Db) {
+  const statements = new Map<string, Database.Statement<Record<string, unknown>, unknown>>();
+  const prepared = (sql: string) => {
+    let statement = statements.get(sql);
+    if (!statement) {
+      statement = db.prepare<Record<string, unknown>, unknown>(sql);
+      statements.set(sql, statement);
+    }
+    return statement;
+  };
+  /** Both queries of a question, in one read transaction (the caller's). */
+  const ask = (query: Query, filterParams: Record<string, unknown>) => {
+    const params: Record<string, unknown> = { ...filterParams };
+    for (const [name, value] of Object.entries(query.params))
+      params[name] = Array.isArray(value) ? JSON.stringify(value) : value;
+    return {
+      sums: prepared(query.sums).all(params) as SumRow[],
+      durations: prepared(query.durations).raw(true).all(params) as DurationRow[],
+    };
+  };
+
+  const series = db.transaction((projectId: string, filter: SessionFilter, ranges: Range[]) => {
+    const { where, params } = filterWhere(projectId, filter);
+    const { sums, durations } = ask(seriesQuery(SQLITE, where, ranges), params);
+    return seriesAnswer(sums, durations, ranges.length);
+  });
+  const breakdown = db.transaction((projectId: string, filter: SessionFilter, request: BreakdownRequest): Breakdown => {
+    const { where, params } = filterWhere(projectId, filter);
+    const { sums, durations } = ask(breakdownQuery(SQLITE, where, request.by), params);
+    return breakdownAnswer(sums, durations, request);
+  });
+  return { series, breakdown };
+}

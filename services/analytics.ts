@@ -1,0 +1,48 @@
+/**
+ * The analytics API (issue 15; docs/decisions/024-analytics.md): a time series of the project's
+ * sessions in the caller's time zone, and breakdowns by model, kind, tag, end state, agent and
+ * tool, each with every filter of the session list (FilterFields: a filter added there applies
+ * here too).
+ */
+import type { Store } from "../db/store.ts";
+import { type Bucket, knownZone, seriesBuckets } from "../domain/analytics.ts";
+import { type ErrorDetail, invalidParameters } from "../domain/errors.ts";
+import { parseTimestamp } from "../domain/timestamps.ts";
+import type { operations } from "../generated/api.ts";
+import { sessionFilter } from "./reads.ts";
+
+type SeriesQuery = NonNullable<operations["getAnalyticsTimeseries"]["parameters"]["query"]>;
+type BreakdownQuery = operations["getAnalyticsBreakdown"]["parameters"]["query"];
+
+/** A breakdown's range when from is not given: 30 days before `to`. */
+const DEFAULT_SPAN_US = 30 * 86_400_000_000;
+const TZ_RULE = "is not a time zone Intl knows; give an IANA name such as Europe/Lisbon, Asia/Kolkata or UTC";
+
+/** ajv has checked the formats (G6); the instant of a given timestamp. */
+const instant = (text: string | undefined) => (text === undefined ? undefined : parseTimestamp(text)?.us);
+
+/** GET /v2/analytics/timeseries: one point per bucket of the range, every bucket present. */
+export async function timeseries(store: Store, projectId: string, query: SeriesQuery, nowMs: number) {
+  const { bucket = "day" as Bucket, tz = "UTC", from, to, ...fields } = query;
+  const errors: ErrorDetail[] = [];
+  const filter = sessionFilter(fields, "query", errors);
+  if (!knownZone(tz)) errors.push({ path: "query.tz", message: TZ_RULE });
+  const series = errors.length > 0 ? undefined : seriesBuckets(bucket, tz, nowMs * 1000, instant(from), instant(to));
+  if (series && !series.ok) errors.push({ path: `query.${series.path}`, message: series.message });
+  if (errors.length > 0 || !series?.ok) throw invalidParameters(errors);
+  const points = await store.analyticsSeries(projectId, filter, series.ranges);
+  return { bucket, tz, from_us: series.from_us, to_us: series.to_us, starts: series.starts, points };
+}
+
+/** GET /v2/analytics/breakdown: the top groups by the measure, and the rest as `other`. */
+export async function breakdown(store: Store, projectId: string, query: BreakdownQuery, nowMs: number) {
+  const { by, limit = 10, sort = "cost", from, to, ...fields } = query;
+  const errors: ErrorDetail[] = [];
+  const filter = sessionFilter(fields, "query", errors);
+  const to_us = instant(to) ?? nowMs * 1000;
+  const from_us = instant(from) ?? to_us - DEFAULT_SPAN_US;
+  if (to_us <= from_us) errors.push({ path: "query.to", message: "must be after from" });
+  if (errors.length > 0) throw invalidParameters(errors);
+  const found = await store.analyticsBreakdown(projectId, { ...filter, from_us, to_us }, { by, sort, limit });
+  return { by, from_us, to_us, ...found };
+}
