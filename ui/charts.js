@@ -41,7 +41,11 @@ function options(spec, width) {
     scales: {
       x: { time: true, range: (_u, min, max) => [min - DAY / 2, max + DAY / 2] },
       ...Object.fromEntries(
-        spec.series.map((s) => [s.scale ?? "y", { range: (_u, _min, max) => [0, Math.max(max, s.minMax ?? 1)] }]),
+        // From zero, with room above the highest bar; an empty range still has an axis.
+        spec.series.map((s) => [
+          s.scale ?? "y",
+          { range: (_u, _min, max) => [0, max > 0 ? Math.max(max * 1.08, s.minMax ?? 0) : (s.minMax ?? 1)] },
+        ]),
       ),
     },
     axes: [

@@ -279,7 +279,8 @@ async function load() {
   showRange(range);
   const { from, to } = bounds(range);
   message.textContent = "Loading…";
-  document.getElementById("app").dataset.loaded = "false";
+  // What the page asked for, readable by a test that asks the API the same.
+  Object.assign(document.getElementById("app").dataset, { loaded: "false", from, to, tz: TIMEZONE });
   try {
     const [series, models, tools, failures] = await Promise.all([
       api("/v2/analytics/timeseries", { bucket: "day", tz: TIMEZONE, from, to }),

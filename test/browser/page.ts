@@ -19,7 +19,7 @@ export const chromiumMissing = existsSync(CHROMIUM)
  * Headless Chromium with one 1280 × 800 page, closed when the test ends; `problems` collects
  * every page error and Content-Security-Policy violation, for the test to assert there is none.
  */
-export async function openBrowser(t: Test) {
+export async function openBrowser(t: Test, options: { timezoneId?: string } = {}) {
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
     args: [
@@ -34,7 +34,7 @@ export async function openBrowser(t: Test) {
     ],
   });
   t.teardown(() => browser.close());
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1 });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1, ...options });
   const page = await context.newPage();
   page.setDefaultTimeout(20_000);
   const problems: string[] = [];
