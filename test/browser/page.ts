@@ -34,7 +34,11 @@ export async function openBrowser(t: Test, options: { timezoneId?: string } = {}
     ],
   });
   t.teardown(() => browser.close());
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1, ...options });
+  const context = await browser.newContext({
+    viewport: { width: 1280, height: 800 },
+    deviceScaleFactor: 1,
+    ...options,
+  });
   const page = await context.newPage();
   page.setDefaultTimeout(20_000);
   const problems: string[] = [];
