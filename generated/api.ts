@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 f40ffe31d613da976f38a03cd1de220e579a86c2564fe2158f6d470ef3fcecec. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 a4b3a735c96afec60b21c70cdde0aef3974a48ca3326d9021fe45ee5c6f5716b. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -906,9 +906,15 @@ export interface paths {
          *     only from this origin, no inline script), `Cache-Control: no-cache` and a strong `ETag`:
          *     a request whose `If-None-Match` names the current ETag is answered 304 with no body.
          *
-         *     Until issue 15 this address was the sessions list. A query with any parameter other than
-         *     `range` is an address of that list (its filters and cursor), and is answered `302` to
-         *     `/sessions` with the same query string, so links shared before still show the same sessions.
+         *     The overview takes the filters of `GET /v2/sessions` too (`tag`, `model`, `q`, `end_state`,
+         *     `extra.<key>`...): the page's script passes every parameter but `range` (and `from` and `to`,
+         *     which the range sets) to the analytics and to the list of failures as it is, and the links
+         *     it makes to the sessions list carry them.
+         *
+         *     Until issue 15 this address was the sessions list. The overview writes `range` into every
+         *     address it makes; a query string without `range` is an address of that list (its filters
+         *     and cursor), answered `302` to `/sessions` with the same query string, so links shared
+         *     before still show the same sessions.
          */
         get: operations["getUiHome"];
         put?: never;
@@ -3438,7 +3444,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The overview page (HTML). */
+            /** @description The overview page (HTML), when there is no query string or it has `range`. */
             200: {
                 headers: {
                     "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
@@ -3450,7 +3456,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
-            /** @description An address of the sessions list from before issue 15; go to `/sessions` with the same query. */
+            /** @description A query string without `range`, an address of the sessions list from before issue 15; go to `/sessions` with the same query. */
             302: {
                 headers: {
                     /** @description `/sessions?<the same query string>`. */

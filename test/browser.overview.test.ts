@@ -232,6 +232,59 @@ t.test("the overview and the sessions list in headless Chromium", { skip: chromi
     await page.emulateMedia({ colorScheme: "light" });
   });
 
+  await t.test("a filter on the overview: what is drawn is the API's answer for it", async (t) => {
+    await page.fill('#overview-filters input[name="tag"]', "day-3");
+    await page.click('#overview-filters button[type="submit"]');
+    await page.waitForURL(/tag=day-3/);
+    await page.waitForSelector('#app[data-loaded="true"]');
+    t.match(page.url(), /\/\?range=2026-11-16\.\.2026-11-22&tag=day-3$/, "the range and the filter in the address");
+    const filter = { tag: "day-3", from: FROM, to: TO };
+    const day3 = (await read("/v2/analytics/timeseries", { ...filter, bucket: "day", tz: TIMEZONE })).points as Point[];
+    t.same(
+      day3.map((point) => point.sessions),
+      [0, 0, 0, PER_DAY[3], 0, 0, 0],
+      "the API: the day-3 sessions only",
+    );
+    t.equal(await page.textContent('[data-total="sessions"] dd'), String(PER_DAY[3]), "the total");
+    t.equal(await page.textContent('[data-total="cost"] dd'), `$${addDecimals(day3.map((point) => point.cost))}`);
+    const point = day3[3] as Point;
+    t.same(
+      await hover(page, "#chart-sessions", 3, day3.length),
+      {
+        Day: "2026-11-19",
+        Sessions: String(point.sessions),
+        Failed: String(point.failures),
+        "Failure rate": rate(point.failures, point.sessions),
+      },
+      "the hovered day's numbers",
+    );
+    t.same(
+      await hover(page, "#chart-sessions", 0, day3.length),
+      { Day: "2026-11-16", Sessions: "0", Failed: "0", "Failure rate": "—" },
+      "a day without sessions: zeros, and no rate",
+    );
+    const models = await read("/v2/analytics/breakdown", { ...filter, by: "model", sort: "cost", limit: 5 });
+    t.same(
+      await page.$$eval("#top-models tbody tr[data-key]", (rows: any[]) =>
+        rows.map((row) => [row.dataset.key, row.cells[3].textContent]),
+      ),
+      models.items.map((item: any) => [item.key, `$${item.cost}`]),
+      "the models of those sessions",
+    );
+    t.same(
+      await page.$$eval("#latest-failures tbody tr[data-session-id]", (rows: any[]) =>
+        rows.map((row) => row.dataset.sessionId),
+      ),
+      await listed({ ...filter, end_state: "Fail", limit: 8 }),
+      "their failures",
+    );
+    t.match(await page.getAttribute("#all-failures", "href"), /^\/sessions\?tag=day-3&end_state=Fail&from=/);
+    await page.click("#overview-filters #clear-filters");
+    await page.waitForURL(/\/\?range=2026-11-16\.\.2026-11-22$/);
+    await page.waitForSelector('#app[data-loaded="true"]');
+    t.equal(await page.textContent('[data-total="sessions"] dd'), String(created), "Clear: every session again");
+  });
+
   await t.test("a preset range ends today; the address keeps it", async (t) => {
     await page.click('.ranges a[data-range="7d"]');
     await page.waitForSelector('.ranges a[data-range="7d"][aria-current="page"]');

@@ -2,7 +2,10 @@
 // cost and sessions per day (uPlot charts, numbers on hover), the top models by cost, the
 // slowest tools and the latest failed sessions. Everything comes from the read API with the
 // page's key: GET /v2/analytics/timeseries, GET /v2/analytics/breakdown and GET /v2/sessions.
-// The range lives in the address (?range=7d|30d|90d|<first day>..<last day>), so it can be shared.
+// The range lives in the address (?range=7d|30d|90d|<first day>..<last day>), so it can be shared,
+// with any filter of GET /v2/sessions under its own name (tag, model, q, extra.<key>...), passed
+// as it is to every call; the overview always writes `range`, which tells its addresses from the
+// sessions list's old ones (GET / redirects those to /sessions).
 import { barChart, dayLabel } from "./charts.js";
 import {
   ApiError,
@@ -30,6 +33,10 @@ const modelRows = document.querySelector("#top-models tbody");
 const toolRows = document.querySelector("#slow-tools tbody");
 const failureRows = document.querySelector("#latest-failures tbody");
 const allFailures = document.getElementById("all-failures");
+const filterForm = document.getElementById("overview-filters");
+const otherFilters = document.getElementById("other-filters");
+/** The filters the form has fields for; tags are comma-separated in it, repeated in the address. */
+const FIELDS = ["q", "tag", "model"];
 
 let charts = [];
 let loads = 0;
@@ -80,10 +87,82 @@ function showRange(range) {
   rangeLabel.textContent = `${dayLabel(range.first.getTime() / 1000)} to ${dayLabel(range.last.getTime() / 1000)}: ${days} day${days === 1 ? "" : "s"} of ${TIMEZONE}`;
 }
 
-function go(range) {
-  history.pushState(null, "", range === DEFAULT_RANGE ? "/" : `/?range=${range}`);
+/** The address's filters: every parameter but range, in order. */
+const filtersFromAddress = () => [...new URLSearchParams(location.search)].filter(([name]) => name !== "range");
+
+/** The filters as a query for api(): repeated names as arrays. */
+function filterQuery(filters) {
+  const query = {};
+  for (const [name, value] of filters) {
+    if (value === "") continue;
+    query[name] = name in query ? [query[name], value].flat() : name === "tag" ? [value] : value;
+  }
+  return query;
+}
+
+/** Goes to an address of the overview: the range (always written, see above) and these filters. */
+function go(range, filters = filtersFromAddress()) {
+  const params = new URLSearchParams([["range", range], ...filters]);
+  history.pushState(null, "", params.toString() === `range=${DEFAULT_RANGE}` ? "/" : `/?${params}`);
   load();
 }
+
+const rangeKey = () => {
+  const range = rangeFromAddress();
+  return range.key === "custom"
+    ? `${dayLabel(range.first.getTime() / 1000)}..${dayLabel(range.last.getTime() / 1000)}`
+    : range.key;
+};
+
+function showFilters(filters) {
+  filterForm.elements.tag.value = filters
+    .filter(([name]) => name === "tag")
+    .map(([, value]) => value)
+    .join(", ");
+  for (const name of ["q", "model"]) filterForm.elements[name].value = filters.find(([n]) => n === name)?.[1] ?? "";
+  const others = filters.map((entry, index) => ({ entry, index })).filter(({ entry }) => !FIELDS.includes(entry[0]));
+  fill(
+    otherFilters,
+    others.length > 0 ? "Also filtered by: " : null,
+    others.map(({ entry: [name, value], index }) =>
+      h(
+        "span",
+        { class: "tag other-filter", "data-name": name },
+        `${name} = ${value} `,
+        h(
+          "button",
+          {
+            type: "button",
+            class: "link-button",
+            "aria-label": `Remove the filter ${name}`,
+            onclick: () =>
+              go(
+                rangeKey(),
+                filters.filter((_, i) => i !== index),
+              ),
+          },
+          "×",
+        ),
+      ),
+    ),
+  );
+  otherFilters.hidden = others.length === 0;
+}
+
+filterForm.addEventListener("submit", (event) => {
+  event.preventDefault();
+  const filters = [];
+  const value = (name) => filterForm.elements[name].value.trim();
+  if (value("q") !== "") filters.push(["q", value("q")]);
+  for (const tag of value("tag").split(",")) if (tag.trim() !== "") filters.push(["tag", tag.trim()]);
+  if (value("model") !== "") filters.push(["model", value("model")]);
+  for (const entry of filtersFromAddress()) if (!FIELDS.includes(entry[0])) filters.push(entry);
+  go(rangeKey(), filters);
+});
+filterForm.addEventListener("reset", (event) => {
+  event.preventDefault();
+  go(rangeKey(), []);
+});
 
 for (const link of document.querySelectorAll(".ranges a")) {
   link.addEventListener("click", (event) => {
@@ -194,9 +273,10 @@ function drawCharts(points) {
   ];
 }
 
-/** A link to the sessions list with these filters over the range. */
-function sessionsLink(range, filters) {
-  const params = new URLSearchParams(filters);
+/** A link to the sessions list with the overview's filters, these more, over the range. */
+function sessionsLink(range, more) {
+  const params = new URLSearchParams(filtersFromAddress().filter(([name]) => !(name in more)));
+  for (const [name, value] of Object.entries(more)) params.set(name, value);
   const { from, to } = bounds(range);
   params.set("from", from.replace(/\.000Z$/, "Z"));
   params.set("to", to.replace(/\.000Z$/, "Z"));
@@ -278,15 +358,18 @@ async function load() {
   const range = rangeFromAddress();
   showRange(range);
   const { from, to } = bounds(range);
+  const filters = filtersFromAddress();
+  showFilters(filters);
+  const query = filterQuery(filters.filter(([name]) => !["from", "to"].includes(name)));
   message.textContent = "Loading…";
   // What the page asked for, readable by a test that asks the API the same.
   Object.assign(document.getElementById("app").dataset, { loaded: "false", from, to, tz: TIMEZONE });
   try {
     const [series, models, tools, failures] = await Promise.all([
-      api("/v2/analytics/timeseries", { bucket: "day", tz: TIMEZONE, from, to }),
-      api("/v2/analytics/breakdown", { by: "model", sort: "cost", limit: 5, from, to }),
-      api("/v2/analytics/breakdown", { by: "tool", sort: "duration_p95", limit: 5, from, to }),
-      api("/v2/sessions", { end_state: "Fail", from, to, limit: 8 }),
+      api("/v2/analytics/timeseries", { ...query, bucket: "day", tz: TIMEZONE, from, to }),
+      api("/v2/analytics/breakdown", { ...query, by: "model", sort: "cost", limit: 5, from, to }),
+      api("/v2/analytics/breakdown", { ...query, by: "tool", sort: "duration_p95", limit: 5, from, to }),
+      api("/v2/sessions", { ...query, end_state: "Fail", from, to, limit: 8 }),
     ]);
     if (load !== loads) return;
     message.textContent = "";
