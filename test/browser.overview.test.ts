@@ -157,6 +157,32 @@ t.test("the overview and the sessions list in headless Chromium", { skip: chromi
     }
   });
 
+  await t.test("under each chart, its numbers for every day as a table: the API's", async (t) => {
+    const cells = (id: string) =>
+      page.$$eval(`#${id} tbody tr`, (rows: any[]) =>
+        rows.map((row) => [...row.cells].map((cell: any) => cell.textContent)),
+      );
+    const days = points.map((_, index) => `2026-11-${16 + index}`);
+    t.same(
+      await cells("numbers-sessions"),
+      points.map((point, i) => [
+        days[i],
+        String(point.sessions),
+        String(point.failures),
+        rate(point.failures, point.sessions),
+      ]),
+      "sessions, failed sessions and failure rate per day",
+    );
+    t.same(
+      await cells("numbers-cost"),
+      points.map((point, i) => [days[i], `$${point.cost}`]),
+      "cost per day",
+    );
+    await page.click("#numbers-cost >> xpath=.. >> summary");
+    t.ok(await page.isVisible("#numbers-cost"), "a click on 'The numbers' shows the table");
+    await page.click("#numbers-cost >> xpath=.. >> summary");
+  });
+
   await t.test("top models by cost, slowest tools and latest failures are the API's", async (t) => {
     const models = await read("/v2/analytics/breakdown", { by: "model", sort: "cost", limit: 5, from: FROM, to: TO });
     const modelRows = await page.$$eval("#top-models tbody tr[data-key]", (rows: any[]) =>

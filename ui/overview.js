@@ -225,7 +225,43 @@ function showTotals(points) {
 
 // ------------------------------------------------------------------ charts and tables
 
+/** A chart's numbers as a table, under it: for reading every day at once, and for screen readers. */
+function numbersTable(id, points, columns) {
+  const table = document.getElementById(id);
+  fill(
+    table,
+    h(
+      "thead",
+      {},
+      h(
+        "tr",
+        {},
+        h("th", { scope: "col" }, "Day"),
+        columns.map(([label]) => h("th", { scope: "col", class: "num" }, label)),
+      ),
+    ),
+    h(
+      "tbody",
+      {},
+      points.map((point) =>
+        h(
+          "tr",
+          {},
+          h("td", {}, dayLabel(Date.parse(point.start) / 1000)),
+          columns.map(([, value]) => h("td", { class: "num" }, value(point))),
+        ),
+      ),
+    ),
+  );
+}
+
 function drawCharts(points) {
+  numbersTable("numbers-cost", points, [["Cost", (point) => formatCost(point.cost)]]);
+  numbersTable("numbers-sessions", points, [
+    ["Sessions", (point) => formatInt(point.sessions)],
+    ["Failed", (point) => formatInt(point.failures)],
+    ["Failure rate", (point) => percent(point.failures, point.sessions)],
+  ]);
   for (const chart of charts) chart.destroy();
   const x = points.map((point) => Date.parse(point.start) / 1000);
   const rate = (point) => (point.sessions > 0 ? (point.failures / point.sessions) * 100 : null);
