@@ -234,6 +234,7 @@ t.test("the overview and the sessions list in headless Chromium", { skip: chromi
       failed,
       "the latest failed sessions, newest first",
     );
+    await hover(page, "#chart-sessions", 3, points.length); // the screenshot shows a day's numbers
     await saveScreenshot(page, "overview.png");
   });
 
