@@ -6,7 +6,7 @@
  * tables) and checks it against what the read API answers for the same question, and against the
  * numbers the data set was made with. Then it follows a model's link to the sessions list,
  * filters, sorts and searches there, and checks the rows against the API's. It writes
- * docs/screenshots/overview.png and overview-dark.png. Every wait is for a selector or a
+ * docs/screenshots/overview.png, overview-dark.png and sessions-search.png. Every wait is for a selector or a
  * condition, never a fixed time; no assertion is about speed.
  */
 
@@ -402,6 +402,7 @@ t.test("the overview and the sessions list in headless Chromium", { skip: chromi
     t.match(match.snippet, SEARCH_TEXT.slice(0, 20), "the snippet is the completion's text");
     t.equal(await page.locator(`tr[data-match-for="${SEARCHED}"] b`).count(), 0, "the <b> in it stayed text");
     t.match(await page.textContent(`tr[data-match-for="${SEARCHED}"] .match-field`), /Completion/);
+    await saveScreenshot(page, "sessions-search.png");
 
     await page.click(`tr[data-match-for="${SEARCHED}"] a.match-link`);
     await page.waitForSelector(`#detail[data-event-id="${match.event_id}"]`);
