@@ -87,8 +87,9 @@ function showRange(range) {
   rangeLabel.textContent = `${dayLabel(range.first.getTime() / 1000)} to ${dayLabel(range.last.getTime() / 1000)}: ${days} day${days === 1 ? "" : "s"} of ${TIMEZONE}`;
 }
 
-/** The address's filters: every parameter but range, in order. */
-const filtersFromAddress = () => [...new URLSearchParams(location.search)].filter(([name]) => name !== "range");
+/** The address's filters: every parameter but range (and from and to, which the range sets), in order. */
+const filtersFromAddress = () =>
+  [...new URLSearchParams(location.search)].filter(([name]) => !["range", "from", "to"].includes(name));
 
 /** The filters as a query for api(): repeated names as arrays. */
 function filterQuery(filters) {
@@ -396,7 +397,7 @@ async function load() {
   const { from, to } = bounds(range);
   const filters = filtersFromAddress();
   showFilters(filters);
-  const query = filterQuery(filters.filter(([name]) => !["from", "to"].includes(name)));
+  const query = filterQuery(filters);
   message.textContent = "Loading…";
   // What the page asked for, readable by a test that asks the API the same.
   Object.assign(document.getElementById("app").dataset, { loaded: "false", from, to, tz: TIMEZONE });
