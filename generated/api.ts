@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 9ef44cee954d1a75f03fccd482d798da0576d3df57c461680e1b76315331cfa7. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 85945877e1e5f1ccd87f94d40ff55af32a497b5870cc1b554bae1b3cd16ce350. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -872,11 +872,20 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The link AgentOps SDK 0.4 prints, redirected to the session's page (T12)
-         * @description `?trace_id=<32 hex digits>` answers `302` to `/sessions/<the trace id as a UUID>`, the page
-         *     of the trace's session. Without a trace id it redirects to the sessions list, `/`.
+         * Web UI, sessions list; and the link AgentOps SDK 0.4 prints, redirected to the session's page (T12)
+         * @description The web UI's sessions list (the same headers as `GET /`): one page of `GET /v2/sessions`
+         *     with its sorts (`sort`, `order`), its filters (tags, end state, time range, agent, model,
+         *     errors, cost range, `extra.<key>`) and its full-text search (`q`, each row showing where it
+         *     matched, the matched words marked), and cursor pagination. The page keeps all of them in
+         *     its own address, with the names and values `GET /v2/sessions` takes (`cursor` included),
+         *     and passes them on as they are: a view is shared by sharing its link, and the API's 400
+         *     names a bad value. This page's parameters are therefore those of `GET /v2/sessions`, read
+         *     by the page's script, not by the server; only `trace_id` is the server's.
+         *
+         *     `?trace_id=<32 hex digits>` instead answers `302` to `/sessions/<the trace id as a UUID>`,
+         *     the page of the trace's session (T12).
          */
-        get: operations["getUiTraceRedirect"];
+        get: operations["getUiSessions"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1036,11 +1045,18 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Web UI, sessions page
+         * Web UI, overview page
          * @description The web UI's home page, served by agentmon itself (no CDN, no other server): it asks once
-         *     for an API key, keeps it in the browser's sessionStorage (so it is gone when the tab
-         *     closes), and lists that key's project's sessions through `GET /v2/sessions`, with every
-         *     filter of that operation, pagination, end-state badges, duration, tokens and cost.
+         *     for an API key with the scope read, keeps it in the browser's sessionStorage (so it is gone
+         *     when the tab closes), and shows that key's project over a range of days: cost, sessions and
+         *     failures per day as charts (their numbers on hover), the range's totals and failure rate,
+         *     the top models by cost, the slowest tools (p95 duration), and the latest failed sessions,
+         *     each a link to its page. It reads `GET /v2/analytics/timeseries`,
+         *     `GET /v2/analytics/breakdown` and `GET /v2/sessions`; days are those of the browser's
+         *     timezone (sent as `tz`). The sessions list is `GET /sessions`.
+         *
+         *     The charts are drawn by uPlot, an npm dependency served at `/ui/uplot.js` (nothing is
+         *     fetched from another origin). The page is readable in light and dark mode.
          *
          *     No credential is needed to fetch the page itself: it holds no data, only the code that
          *     asks the read API with the key. A wrong key is the API's 401, and the page asks again.
@@ -1048,6 +1064,16 @@ export interface paths {
          *     Every UI response carries a strict `Content-Security-Policy` (scripts, styles and data
          *     only from this origin, no inline script), `Cache-Control: no-cache` and a strong `ETag`:
          *     a request whose `If-None-Match` names the current ETag is answered 304 with no body.
+         *
+         *     The overview takes the filters of `GET /v2/sessions` too (`tag`, `model`, `q`, `end_state`,
+         *     `extra.<key>`...): the page's script passes every parameter but `range` (and `from` and `to`,
+         *     which the range sets) to the analytics and to the list of failures as it is, and the links
+         *     it makes to the sessions list carry them.
+         *
+         *     Until issue 15 this address was the sessions list. The overview writes `range` into every
+         *     address it makes; a query string without `range` is an address of that list (its filters
+         *     and cursor), answered `302` to `/sessions` with the same query string, so links shared
+         *     before still show the same sessions.
          */
         get: operations["getUiHome"];
         put?: never;
@@ -1069,7 +1095,7 @@ export interface paths {
          * Web UI, one session's page
          * @description The page `session_url` (S2) points at. It always answers this HTML page, whatever the id:
          *     the page asks `GET /v2/sessions/{session_id}` and its events with the API key kept by the
-         *     sessions page (or asks for one), and says "not found in this project" when the API
+         *     other pages (or asks for one), and says "not found in this project" when the API
          *     answers 404, as it does for an unknown id and for another project's session alike.
          *
          *     The page shows the session's totals, its agents, a waterfall timeline of its events by
@@ -1098,11 +1124,12 @@ export interface paths {
         };
         /**
          * Web UI, a script, style sheet or icon
-         * @description The files the pages load, all shipped in the repository's `ui/` folder and read into
+         * @description The files the pages load, shipped in the repository's `ui/` folder and read into
          *     memory at start-up. `asset` is a file name from a fixed list (`app.css`, `common.js`,
-         *     `sessions.js`, `session.js`, `timeline.js`, `tree.js`, `detail.js`, `otel.js`,
-         *     `favicon.svg`); any other
-         *     name, a path, `..` or an encoded slash is a 404. Same headers as `GET /`.
+         *     `overview.js`, `charts.js`, `sessions.js`, `session.js`, `timeline.js`, `tree.js`,
+         *     `detail.js`, `otel.js`, `favicon.svg`, and uPlot's `uplot.js` and `uplot.css`, read from
+         *     the installed npm package `uplot`); any other name, a path, `..` or an encoded slash is
+         *     a 404. Same headers as `GET /`.
          */
         get: operations["getUiAsset"];
         put?: never;
@@ -3816,7 +3843,7 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
-    getUiTraceRedirect: {
+    getUiSessions: {
         parameters: {
             query?: {
                 /** @description The trace id, 32 hex digits in any case. */
@@ -3828,11 +3855,30 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Go to the session's page. */
+            /** @description The sessions page (HTML), when there is no `trace_id`. */
+            200: {
+                headers: {
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "Cache-Control": components["headers"]["UiCacheControl"];
+                    ETag: components["headers"]["UiETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Go to the trace's session page. */
             302: {
                 headers: {
-                    /** @description `/sessions/<uuid>`, or `/`. */
+                    /** @description `/sessions/<uuid>`. */
                     Location?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The copy the browser holds (its `If-None-Match`) is current; no body. */
+            304: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3990,14 +4036,22 @@ export interface operations {
     };
     getUiHome: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description The days shown: `7d`, `30d` (the default) or `90d` (that many days, today the last), or
+                 *     `<first day>..<last day>` (`2026-11-01..2026-11-22`, both included). Read by the page's
+                 *     script, which shows the last 30 days for any other value.
+                 * @example 7d
+                 */
+                range?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description The sessions page (HTML). */
+            /** @description The overview page (HTML), when there is no query string or it has `range`. */
             200: {
                 headers: {
                     "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
@@ -4008,6 +4062,15 @@ export interface operations {
                 content: {
                     "text/html": string;
                 };
+            };
+            /** @description A query string without `range`, an address of the sessions list from before issue 15; go to `/sessions` with the same query. */
+            302: {
+                headers: {
+                    /** @description `/sessions?<the same query string>`. */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The copy the browser holds (its `If-None-Match`) is current; no body. */
             304: {

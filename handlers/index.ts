@@ -28,7 +28,7 @@ import { getUiAsset } from "./getUiAsset.ts";
 import { getUiDrilldownRedirect } from "./getUiDrilldownRedirect.ts";
 import { getUiHome } from "./getUiHome.ts";
 import { getUiSession } from "./getUiSession.ts";
-import { getUiTraceRedirect } from "./getUiTraceRedirect.ts";
+import { getUiSessions } from "./getUiSessions.ts";
 import { listSessionEvents } from "./listSessionEvents.ts";
 import { listSessions } from "./listSessions.ts";
 import { reauthorizeJwt } from "./reauthorizeJwt.ts";
@@ -71,7 +71,7 @@ export const createHandlers = (deps: Deps) =>
     exportTraces: exportTraces(deps),
     exportTracesSlash: exportTracesSlash(deps),
     getSessionLogs: getSessionLogs(deps),
-    getUiTraceRedirect: getUiTraceRedirect(deps),
+    getUiSessions: getUiSessions(deps),
     uploadLogs: uploadLogs(deps),
     getHealthAlias: getHealthAlias(deps),
     createDeveloperError: createDeveloperError(deps),

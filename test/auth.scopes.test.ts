@@ -153,7 +153,7 @@ const REQUESTS: Record<string, { ok: number; send: Send }> = {
         payload: JSON.stringify({ body: "line\n" }),
       }),
   },
-  getUiTraceRedirect: { ok: 302, send: get(`/sessions?trace_id=${TRACE}`) },
+  getUiSessions: { ok: 302, send: get(`/sessions?trace_id=${TRACE}`) },
   getUiDrilldownRedirect: { ok: 302, send: get(`/drilldown?session_id=${SEEN}`) },
   getHealth: { ok: 200, send: get("/healthz") },
   getHealthAlias: { ok: 200, send: get("/health") },

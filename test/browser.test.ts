@@ -36,7 +36,7 @@ t.test("the web UI in headless Chromium", { skip: chromiumMissing }, async (t) =
   const { browser, page, problems } = await openBrowser(t);
 
   await t.test("the sessions page asks for a key, asks again when it is refused, then lists", async (t) => {
-    await page.goto(`${base}/`);
+    await page.goto(`${base}/sessions`);
     await page.waitForSelector("#key-form");
     t.ok(await page.isHidden("#app"), "nothing but the key form before a key is given");
     await page.fill("#api-key", UNKNOWN_KEY);
@@ -83,7 +83,7 @@ t.test("the web UI in headless Chromium", { skip: chromiumMissing }, async (t) =
     await page.fill('input[name="tag"]', "checkout");
     await page.click('#filters button[type="submit"]');
     await expectRows(t, page, ["checkout-1", "checkout-2"], "tag=checkout");
-    t.match(page.url(), /\/\?tag=checkout$/);
+    t.match(page.url(), /\/sessions\?tag=checkout$/);
 
     await page.fill('input[name="tag"]', "e2e, search");
     await page.click('#filters button[type="submit"]');
@@ -119,6 +119,7 @@ t.test("the web UI in headless Chromium", { skip: chromiumMissing }, async (t) =
   await t.test("pagination follows next_cursor and comes back", async (t) => {
     await page.goto(`${base}/?tag=e2e&limit=2`);
     await expectRows(t, page, ["checkout-1", "running-1"], "page 1 of 2 rows");
+    t.match(page.url(), /\/sessions\?tag=e2e&limit=2$/, "the list's address from before the overview leads to it");
     t.ok(await page.isDisabled("#newer"), "no newer page on page 1");
     await page.click("#older");
     await expectRows(t, page, ["checkout-2", "search-1"], "page 2: the next two, none repeated");

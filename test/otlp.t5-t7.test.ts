@@ -155,7 +155,7 @@ t.test("T12: /sessions?trace_id= redirects to the session's page", async (t) => 
   t.equal(res.statusCode, 302);
   t.equal(res.headers.location, `/sessions/${TRACE_SESSION}`);
   const none = await env.inject({ method: "GET", url: "/sessions" });
-  t.strictSame([none.statusCode, none.headers.location], [302, "/"]);
+  t.strictSame([none.statusCode, none.headers.location], [200, undefined], "without one: the sessions list");
   const bad = await env.inject({ method: "GET", url: "/sessions?trace_id=xyz" });
   t.equal(bad.statusCode, 400);
 });

@@ -1,5 +1,5 @@
 /**
- * The web UI as the server delivers it (getUiHome, getUiSession, getUiAsset), over inject: the
+ * The web UI as the server delivers it (getUiHome, getUiSessions, getUiSession, getUiAsset), over inject: the
  * pages and every asset they load are served from the fixed list with their content types and
  * security headers; nothing else under /ui/ is reachable, however the name is encoded; the page
  * behind session_url is served for any id without revealing anything; the browser code never
@@ -8,11 +8,11 @@
 import { readFileSync } from "node:fs";
 import t, { type Test } from "tap";
 import { parse } from "yaml";
-import { ASSETS, CONTENT_SECURITY_POLICY, PAGES } from "../ui/assets.ts";
+import { ASSETS, CONTENT_SECURITY_POLICY, PAGES, uiFilePath } from "../ui/assets.ts";
 import { API_KEY, build, isError, OTHER_PROJECT_KEY } from "./helper.ts";
 
-const UI = new URL("../ui/", import.meta.url);
-const onDisk = (name: string) => readFileSync(new URL(name, UI));
+/** A served file as it is on disk: in ui/, or uPlot's in its npm package. */
+const onDisk = (name: string) => readFileSync(uiFilePath(name));
 
 const TYPES: Record<string, string> = {
   css: "text/css; charset=utf-8",
@@ -29,15 +29,53 @@ function hasUiHeaders(t: Test, headers: Record<string, unknown>) {
   t.equal(headers["referrer-policy"], "no-referrer");
 }
 
-t.test("GET / is the sessions page, with the UI headers, needing no credential", async (t) => {
+t.test("GET / is the overview page, with the UI headers, needing no credential", async (t) => {
   const api = await build(t);
+  for (const url of [
+    "/",
+    "/?range=7d",
+    "/?range=2026-11-01..2026-11-22",
+    "/?range=nonsense",
+    "/?range=30d&tag=checkout&q=timeout", // the overview's own filters
+  ]) {
+    const res = await api.inject({ method: "GET", url });
+    t.equal(res.statusCode, 200, url);
+    t.equal(res.headers["content-type"], "text/html; charset=utf-8");
+    hasUiHeaders(t, res.headers);
+    t.equal(res.body, onDisk("overview.html").toString("utf8"), `${url}: ui/overview.html, byte for byte`);
+  }
   const res = await api.inject({ method: "GET", url: "/" });
-  t.equal(res.statusCode, 200);
-  t.equal(res.headers["content-type"], "text/html; charset=utf-8");
-  hasUiHeaders(t, res.headers);
-  t.equal(res.body, onDisk("index.html").toString("utf8"), "ui/index.html, byte for byte");
-  t.match(res.body, '<script type="module" src="/ui/sessions.js"></script>');
-  t.match(res.body, '<form id="filters"', "the filters form");
+  t.match(res.body, '<script src="/ui/uplot.js" defer></script>', "uPlot, from this server");
+  t.match(res.body, '<script type="module" src="/ui/overview.js"></script>');
+  t.match(res.body, '<div id="chart-cost"', "the cost chart");
+});
+
+t.test("GET /sessions is the sessions list; the list's old addresses under / are sent there", async (t) => {
+  const api = await build(t);
+  for (const url of ["/sessions", "/sessions?tag=a&sort=cost&q=timeout"]) {
+    const res = await api.inject({ method: "GET", url });
+    t.equal(res.statusCode, 200, url);
+    hasUiHeaders(t, res.headers);
+    t.equal(res.body, onDisk("sessions.html").toString("utf8"), `${url}: ui/sessions.html, byte for byte`);
+    t.match(res.body, '<script type="module" src="/ui/sessions.js"></script>');
+    t.match(res.body, '<form id="filters"', "the filters form");
+  }
+  // Before issue 15 the list was at / and kept its filters and cursor in the query string.
+  for (const query of [
+    "tag=checkout",
+    "tag=a&tag=b&end_state=Fail&limit=2&cursor=abc",
+    "from=2026-11-22T08%3A00%3A00Z",
+    "q=%3Cscript%3E",
+    "agent_id=",
+  ]) {
+    const res = await api.inject({ method: "GET", url: `/?${query}` });
+    t.equal(res.statusCode, 302, `/?${query}: 302`);
+    t.equal(res.headers.location, `/sessions?${query}`, "to the list, the same query string");
+    t.equal(res.body, "", "no page");
+  }
+  const trace = await api.inject({ method: "GET", url: "/sessions?trace_id=0123456789abcdef0123456789ABCDEF" });
+  t.equal(trace.statusCode, 302, "a trace id is still T12's redirect");
+  t.equal(trace.headers.location, "/sessions/01234567-89ab-cdef-0123-456789abcdef");
 });
 
 t.test("GET /sessions/{id} answers the same page for any id: known, unknown, another project's", async (t) => {
@@ -99,6 +137,20 @@ t.test("session_url (S2) is the address of the session page", async (t) => {
   t.equal(page.body, onDisk("session.html").toString("utf8"));
 });
 
+t.test("uPlot is served from its npm package: the installed version's minified build and style sheet", async (t) => {
+  const api = await build(t);
+  const pkg = JSON.parse(readFileSync(new URL("../node_modules/uplot/package.json", import.meta.url), "utf8"));
+  const deps = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")).dependencies;
+  t.ok(deps.uplot, "uplot is a dependency (installed with --omit=dev too, as the container does)");
+  t.match(pkg.version, /^1\./, `uPlot 1.x (${pkg.version})`);
+  const js = await api.inject({ method: "GET", url: "/ui/uplot.js" });
+  t.same(js.rawPayload, readFileSync(new URL("../node_modules/uplot/dist/uPlot.iife.min.js", import.meta.url)));
+  t.match(js.body, /var uPlot=/, "the build that defines the global uPlot");
+  const css = await api.inject({ method: "GET", url: "/ui/uplot.css" });
+  t.same(css.rawPayload, readFileSync(new URL("../node_modules/uplot/dist/uPlot.min.css", import.meta.url)));
+  t.equal(css.headers["content-type"], "text/css; charset=utf-8");
+});
+
 t.test("every asset of the list is served as on disk, with its content type", async (t) => {
   const api = await build(t);
   for (const name of ASSETS) {
@@ -143,6 +195,7 @@ t.test("the pages have no inline script, style or event handler (the CSP would b
 });
 
 t.test("the browser code never turns data into HTML", async (t) => {
+  // uPlot's build included: it writes its legend with textContent too.
   for (const name of ASSETS.filter((asset) => asset.endsWith(".js"))) {
     const code = onDisk(name).toString("utf8");
     t.notMatch(
@@ -159,6 +212,11 @@ t.test("nothing but the listed assets is reachable under /ui/, however it is nam
     "/ui/nope.js",
     "/ui/assets.ts", // the server module beside the assets
     "/ui/index.html", // pages have their own addresses
+    "/ui/overview.html",
+    "/ui/sessions.html",
+    "/ui/uPlot.iife.min.js", // uPlot's own name in its package
+    "/ui/uplot.min.css",
+    "/ui/..%2fnode_modules%2fuplot%2fpackage.json",
     "/ui/session.html",
     "/ui/APP.CSS",
     "/ui/app.css.map",
@@ -188,7 +246,7 @@ t.test("nothing but the listed assets is reachable under /ui/, however it is nam
 
 t.test("ETag revalidation: a matching If-None-Match is a 304 without body", async (t) => {
   const api = await build(t);
-  for (const url of ["/", "/sessions/abc", "/ui/app.css", "/ui/common.js"]) {
+  for (const url of ["/", "/sessions", "/sessions/abc", "/ui/app.css", "/ui/common.js", "/ui/uplot.js"]) {
     const first = await api.inject({ method: "GET", url });
     const etag = first.headers.etag as string;
     const same = await api.inject({ method: "GET", url, headers: { "if-none-match": etag } });

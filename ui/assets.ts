@@ -5,6 +5,8 @@
  */
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { fromRoot } from "../lib/paths.ts";
 
@@ -15,11 +17,15 @@ const TYPES = {
   svg: "image/svg+xml",
 } as const;
 
-/** The two pages, and the assets they load from /ui/<name>. */
-export const PAGES = ["index.html", "session.html"] as const;
+/** The three pages, and the assets they load from /ui/<name>. */
+export const PAGES = ["overview.html", "sessions.html", "session.html"] as const;
 export const ASSETS = [
   "app.css",
   "common.js",
+  "overview.js",
+  "charts.js",
+  "uplot.js",
+  "uplot.css",
   "sessions.js",
   "session.js",
   "timeline.js",
@@ -84,6 +90,24 @@ export function docsTheme() {
   };
 }
 
+/**
+ * The charting library (uPlot, an npm dependency) is served from the installed package, not from a
+ * copy in ui/: npm pins its version and checks its integrity (package-lock.json), and an upgrade is
+ * `npm install`, not a file to copy by hand. The minified build that defines the global `uPlot` is
+ * 51 kB, a third of the ES module build. Resolved from the repository root, as every other path here.
+ */
+const PACKAGED: Record<string, string> = {
+  "uplot.js": "uplot/dist/uPlot.iife.min.js",
+  "uplot.css": "uplot/dist/uPlot.min.css",
+};
+
+/** Where a served file is read from: ui/<name>, or the npm package's file for the names above. */
+export function uiFilePath(name: string): string {
+  const packaged = PACKAGED[name];
+  if (packaged) return createRequire(fromRoot("package.json")).resolve(packaged);
+  return fileURLToPath(fromRoot(`ui/${name}`));
+}
+
 export interface UiFile {
   body: Buffer;
   type: string;
@@ -91,7 +115,7 @@ export interface UiFile {
 }
 
 function load(name: string): UiFile {
-  const body = readFileSync(fromRoot(`ui/${name}`));
+  const body = readFileSync(uiFilePath(name));
   const extension = name.slice(name.lastIndexOf(".") + 1) as keyof typeof TYPES;
   const etag = `"${createHash("sha256").update(body).digest("base64url").slice(0, 27)}"`;
   return { body, type: TYPES[extension], etag };

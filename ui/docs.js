@@ -14,7 +14,7 @@ crumb.className = "crumb";
 crumb.textContent = "API reference";
 bar.append(
   link("/", "agentmon", "brand"),
-  link("/", "Sessions", "crumb"),
+  link("/sessions", "Sessions", "crumb"),
   crumb,
   link("/v2/openapi.yaml", "openapi.yaml", "raw"),
 );

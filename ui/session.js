@@ -143,11 +143,15 @@ async function refresh(run) {
   app.hidden = false;
   const version = `${body.stats.events}|${body.stats.last_event_at}`;
   if (version !== eventsVersion) {
-    if (eventsVersion === "") message.textContent = `Loading ${formatInt(body.stats.events)} events…`;
+    const first = eventsVersion === "";
+    if (first) message.textContent = `Loading ${formatInt(body.stats.events)} events…`;
     await loadEvents(run);
     if (run !== generation) return;
     eventsVersion = version;
     message.textContent = "";
+    // A link to one event (the sessions list's search match): #event=<id> selects it once loaded.
+    const wanted = new URLSearchParams(location.hash.slice(1)).get("event");
+    if (first && wanted) timeline.selectId(wanted);
   }
   const running = body.session.end_state === null || body.session.end_state === undefined;
   live.hidden = !running;

@@ -19,7 +19,7 @@ export const chromiumMissing = existsSync(CHROMIUM)
  * Headless Chromium with one 1280 × 800 page, closed when the test ends; `problems` collects
  * every page error and Content-Security-Policy violation, for the test to assert there is none.
  */
-export async function openBrowser(t: Test) {
+export async function openBrowser(t: Test, options: { timezoneId?: string } = {}) {
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
     args: [
@@ -34,7 +34,11 @@ export async function openBrowser(t: Test) {
     ],
   });
   t.teardown(() => browser.close());
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1 });
+  const context = await browser.newContext({
+    viewport: { width: 1280, height: 800 },
+    deviceScaleFactor: 1,
+    ...options,
+  });
   const page = await context.newPage();
   page.setDefaultTimeout(20_000);
   const problems: string[] = [];
@@ -48,13 +52,15 @@ export async function openBrowser(t: Test) {
 
 /** The session ids the sessions table shows, in order. */
 const listed = (page: Page) =>
-  page.$$eval("#sessions tbody tr", (rows: any[]) => rows.map((row) => row.dataset.sessionId as string));
+  page.$$eval("#sessions tbody tr[data-session-id]", (rows: any[]) =>
+    rows.map((row) => row.dataset.sessionId as string),
+  );
 
 /** Waits until the table shows these sessions (a new page replaces the old one), then asserts it. */
 export async function expectRows(t: Test, page: Page, ids: string[], message: string) {
   // A function, not a string: the page's CSP forbids evaluating strings, and Playwright would.
   const shows = (want: string) => {
-    const rows = (globalThis as any).document.querySelectorAll("#sessions tbody tr");
+    const rows = (globalThis as any).document.querySelectorAll("#sessions tbody tr[data-session-id]");
     return JSON.stringify([...rows].map((row: any) => row.dataset.sessionId)) === want;
   };
   await page.waitForFunction(shows, JSON.stringify(ids)).catch(() => undefined); // t.same below says what was shown

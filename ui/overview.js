@@ -1,0 +1,438 @@
+// The overview page (GET /): a range of days in the browser's timezone, and for it the totals,
+// cost and sessions per day (uPlot charts, numbers on hover), the top models by cost, the
+// slowest tools and the latest failed sessions. Everything comes from the read API with the
+// page's key: GET /v2/analytics/timeseries, GET /v2/analytics/breakdown and GET /v2/sessions.
+// The range lives in the address (?range=7d|30d|90d|<first day>..<last day>), so it can be shared,
+// with any filter of GET /v2/sessions under its own name (tag, model, q, extra.<key>...), passed
+// as it is to every call; the overview always writes `range`, which tells its addresses from the
+// sessions list's old ones (GET / redirects those to /sessions).
+import { barChart, dayLabel } from "./charts.js";
+import {
+  ApiError,
+  api,
+  describeError,
+  fill,
+  formatCost,
+  formatDuration,
+  formatInt,
+  formatTime,
+  h,
+  startPage,
+  stateBadge,
+} from "./common.js";
+
+const PRESETS = { "7d": 7, "30d": 30, "90d": 90 };
+const DEFAULT_RANGE = "30d";
+/** The days are the browser's: the API buckets by this IANA name (tz=). */
+const TIMEZONE = Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
+
+const message = document.getElementById("message");
+const rangeLabel = document.getElementById("range-label");
+const customForm = document.getElementById("custom-range");
+const modelRows = document.querySelector("#top-models tbody");
+const toolRows = document.querySelector("#slow-tools tbody");
+const failureRows = document.querySelector("#latest-failures tbody");
+const allFailures = document.getElementById("all-failures");
+const filterForm = document.getElementById("overview-filters");
+const otherFilters = document.getElementById("other-filters");
+/** The filters the form has fields for; tags are comma-separated in it, repeated in the address. */
+const FIELDS = ["q", "tag", "model"];
+
+let charts = [];
+let loads = 0;
+
+// ------------------------------------------------------------------ the range
+
+/** Local midnight `days` days after `date` (a Date at local midnight); DST-safe. */
+const addDays = (date, days) => new Date(date.getFullYear(), date.getMonth(), date.getDate() + days);
+
+/** A "YYYY-MM-DD" as the local midnight of that day, or null. */
+function parseDay(text) {
+  const match = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text ?? "");
+  if (!match) return null;
+  const date = new Date(Number(match[1]), Number(match[2]) - 1, Number(match[3]));
+  return dayLabel(date.getTime() / 1000) === text ? date : null;
+}
+
+/**
+ * The address's range: { key, first, last } with first and last the local midnights of the first
+ * and last day shown (both included). A preset ends today; an unreadable range is the default.
+ */
+function rangeFromAddress() {
+  const value = new URLSearchParams(location.search).get("range") ?? DEFAULT_RANGE;
+  const now = new Date();
+  const today = new Date(now.getFullYear(), now.getMonth(), now.getDate());
+  const custom = /^(\d{4}-\d{2}-\d{2})\.\.(\d{4}-\d{2}-\d{2})$/.exec(value);
+  if (custom) {
+    const first = parseDay(custom[1]);
+    const last = parseDay(custom[2]);
+    if (first && last && first <= last) return { key: "custom", first, last };
+  }
+  const days = PRESETS[value] ?? PRESETS[DEFAULT_RANGE];
+  return { key: PRESETS[value] ? value : DEFAULT_RANGE, first: addDays(today, 1 - days), last: today };
+}
+
+/** The range's bounds for the API: from its first day's midnight up to (excluded) the day after its last. */
+const bounds = (range) => ({ from: range.first.toISOString(), to: addDays(range.last, 1).toISOString() });
+
+function showRange(range) {
+  for (const link of document.querySelectorAll(".ranges a")) {
+    if (link.dataset.range === range.key) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+  customForm.classList.toggle("active", range.key === "custom");
+  customForm.elements.first.value = dayLabel(range.first.getTime() / 1000);
+  customForm.elements.last.value = dayLabel(range.last.getTime() / 1000);
+  const days = Math.round((addDays(range.last, 1) - range.first) / 86_400_000);
+  rangeLabel.textContent = `${dayLabel(range.first.getTime() / 1000)} to ${dayLabel(range.last.getTime() / 1000)}: ${days} day${days === 1 ? "" : "s"} of ${TIMEZONE}`;
+}
+
+/** The address's filters: every parameter but range (and from and to, which the range sets), in order. */
+const filtersFromAddress = () =>
+  [...new URLSearchParams(location.search)].filter(([name]) => !["range", "from", "to"].includes(name));
+
+/** The filters as a query for api(): repeated names as arrays. */
+function filterQuery(filters) {
+  const query = {};
+  for (const [name, value] of filters) {
+    if (value === "") continue;
+    query[name] = name in query ? [query[name], value].flat() : name === "tag" ? [value] : value;
+  }
+  return query;
+}
+
+/** Goes to an address of the overview: the range (always written, see above) and these filters. */
+function go(range, filters = filtersFromAddress()) {
+  const params = new URLSearchParams([["range", range], ...filters]);
+  history.pushState(null, "", params.toString() === `range=${DEFAULT_RANGE}` ? "/" : `/?${params}`);
+  load();
+}
+
+const rangeKey = () => {
+  const range = rangeFromAddress();
+  return range.key === "custom"
+    ? `${dayLabel(range.first.getTime() / 1000)}..${dayLabel(range.last.getTime() / 1000)}`
+    : range.key;
+};
+
+function showFilters(filters) {
+  filterForm.elements.tag.value = filters
+    .filter(([name]) => name === "tag")
+    .map(([, value]) => value)
+    .join(", ");
+  for (const name of ["q", "model"]) filterForm.elements[name].value = filters.find(([n]) => n === name)?.[1] ?? "";
+  const others = filters.map((entry, index) => ({ entry, index })).filter(({ entry }) => !FIELDS.includes(entry[0]));
+  fill(
+    otherFilters,
+    others.length > 0 ? "Also filtered by: " : null,
+    others.map(({ entry: [name, value], index }) =>
+      h(
+        "span",
+        { class: "tag other-filter", "data-name": name },
+        `${name} = ${value} `,
+        h(
+          "button",
+          {
+            type: "button",
+            class: "link-button",
+            "aria-label": `Remove the filter ${name}`,
+            onclick: () =>
+              go(
+                rangeKey(),
+                filters.filter((_, i) => i !== index),
+              ),
+          },
+          "×",
+        ),
+      ),
+    ),
+  );
+  otherFilters.hidden = others.length === 0;
+}
+
+filterForm.addEventListener("submit", (event) => {
+  event.preventDefault();
+  const filters = [];
+  const value = (name) => filterForm.elements[name].value.trim();
+  if (value("q") !== "") filters.push(["q", value("q")]);
+  for (const tag of value("tag").split(",")) if (tag.trim() !== "") filters.push(["tag", tag.trim()]);
+  if (value("model") !== "") filters.push(["model", value("model")]);
+  for (const entry of filtersFromAddress()) if (!FIELDS.includes(entry[0])) filters.push(entry);
+  go(rangeKey(), filters);
+});
+filterForm.addEventListener("reset", (event) => {
+  event.preventDefault();
+  go(rangeKey(), []);
+});
+
+for (const link of document.querySelectorAll(".ranges a")) {
+  link.addEventListener("click", (event) => {
+    event.preventDefault();
+    go(link.dataset.range);
+  });
+}
+customForm.addEventListener("submit", (event) => {
+  event.preventDefault();
+  const first = customForm.elements.first.value;
+  const last = customForm.elements.last.value;
+  if (!parseDay(first) || !parseDay(last)) return;
+  go(first <= last ? `${first}..${last}` : `${last}..${first}`);
+});
+window.addEventListener("popstate", () => {
+  if (!document.getElementById("app").hidden) load();
+});
+
+// ------------------------------------------------------------------ numbers
+
+/** The exact sum of decimal strings (the API's costs), as a decimal string: no float rounding. */
+export function addDecimals(values) {
+  let scale = 0;
+  const parts = values.map((value) => {
+    const [whole, fraction = ""] = String(value ?? "0").split(".");
+    scale = Math.max(scale, fraction.length);
+    return [whole, fraction];
+  });
+  let sum = 0n;
+  for (const [whole, fraction] of parts) {
+    const negative = whole.startsWith("-");
+    const digits = BigInt(`${whole.replace("-", "") || "0"}${fraction.padEnd(scale, "0")}`);
+    sum += negative ? -digits : digits;
+  }
+  const negative = sum < 0n;
+  const text = (negative ? -sum : sum).toString().padStart(scale + 1, "0");
+  const whole = text.slice(0, text.length - scale);
+  const fraction = text.slice(text.length - scale).replace(/0+$/, "");
+  return `${negative ? "-" : ""}${whole}${fraction ? `.${fraction}` : ""}`;
+}
+
+const percent = (part, whole) => (whole > 0 ? `${((part / whole) * 100).toFixed(1)}%` : "—");
+
+function showTotals(points) {
+  const sum = (name) => points.reduce((total, point) => total + (point[name] ?? 0), 0);
+  const sessions = sum("sessions");
+  const failures = sum("failures");
+  const values = {
+    sessions: formatInt(sessions),
+    cost: formatCost(addDecimals(points.map((point) => point.cost))),
+    failures: formatInt(failures),
+    "failure-rate": percent(failures, sessions),
+    events: formatInt(sum("events")),
+    tokens: formatInt(sum("prompt_tokens") + sum("completion_tokens")),
+  };
+  for (const [name, value] of Object.entries(values)) {
+    document.querySelector(`[data-total="${name}"] dd`).textContent = value;
+  }
+}
+
+// ------------------------------------------------------------------ charts and tables
+
+/** A chart's numbers as a table, under it: for reading every day at once, and for screen readers. */
+function numbersTable(id, points, columns) {
+  const table = document.getElementById(id);
+  fill(
+    table,
+    h(
+      "thead",
+      {},
+      h(
+        "tr",
+        {},
+        h("th", { scope: "col" }, "Day"),
+        columns.map(([label]) => h("th", { scope: "col", class: "num" }, label)),
+      ),
+    ),
+    h(
+      "tbody",
+      {},
+      points.map((point) =>
+        h(
+          "tr",
+          {},
+          h("td", {}, dayLabel(Date.parse(point.start) / 1000)),
+          columns.map(([, value]) => h("td", { class: "num" }, value(point))),
+        ),
+      ),
+    ),
+  );
+}
+
+function drawCharts(points) {
+  numbersTable("numbers-cost", points, [["Cost", (point) => formatCost(point.cost)]]);
+  numbersTable("numbers-sessions", points, [
+    ["Sessions", (point) => formatInt(point.sessions)],
+    ["Failed", (point) => formatInt(point.failures)],
+    ["Failure rate", (point) => percent(point.failures, point.sessions)],
+  ]);
+  for (const chart of charts) chart.destroy();
+  const x = points.map((point) => Date.parse(point.start) / 1000);
+  const rate = (point) => (point.sessions > 0 ? (point.failures / point.sessions) * 100 : null);
+  charts = [
+    barChart(document.getElementById("chart-cost"), {
+      x,
+      axisFormat: (v) => `$${Number(v.toPrecision(3))}`,
+      series: [
+        {
+          label: "Cost",
+          color: "--chart-cost",
+          values: points.map((point) => Number(point.cost)),
+          format: (i) => formatCost(points[i].cost),
+        },
+      ],
+    }),
+    barChart(document.getElementById("chart-sessions"), {
+      x,
+      axisFormat: (v) => (Number.isInteger(v) ? formatInt(v) : ""),
+      series: [
+        {
+          label: "Sessions",
+          color: "--chart-sessions",
+          values: points.map((point) => point.sessions),
+          format: (i) => formatInt(points[i].sessions),
+        },
+        {
+          label: "Failed",
+          color: "--chart-failures",
+          size: 0.4,
+          values: points.map((point) => point.failures),
+          format: (i) => formatInt(points[i].failures),
+        },
+        {
+          label: "Failure rate",
+          color: "--chart-rate",
+          scale: "rate",
+          line: true,
+          minMax: 10,
+          values: points.map(rate),
+          format: (i) => percent(points[i].failures, points[i].sessions),
+        },
+      ],
+    }),
+  ];
+}
+
+/** A link to the sessions list with the overview's filters, these more, over the range. */
+function sessionsLink(range, more) {
+  const params = new URLSearchParams(filtersFromAddress().filter(([name]) => !(name in more)));
+  for (const [name, value] of Object.entries(more)) params.set(name, value);
+  const { from, to } = bounds(range);
+  params.set("from", from.replace(/\.000Z$/, "Z"));
+  params.set("to", to.replace(/\.000Z$/, "Z"));
+  return `/sessions?${params}`;
+}
+
+function showModels(range, body) {
+  const cost = addDecimals([...body.items, ...(body.other ? [body.other] : [])].map((item) => item.cost));
+  const total = Number(cost);
+  const row = (item, label) =>
+    h(
+      "tr",
+      { "data-key": label ? null : (item.key ?? "") },
+      h(
+        "td",
+        { class: "key" },
+        label
+          ? h("span", { class: "muted" }, label)
+          : item.key === null
+            ? h("span", { class: "muted" }, "(no model)")
+            : h("a", { href: sessionsLink(range, { model: item.key }), title: item.key }, item.key),
+      ),
+      h("td", { class: "num" }, formatInt(item.events)),
+      h("td", { class: "num" }, formatInt((item.prompt_tokens ?? 0) + (item.completion_tokens ?? 0))),
+      h("td", { class: "num" }, formatCost(item.cost)),
+      h("td", { class: "num" }, total > 0 ? percent(Number(item.cost), total) : "—"),
+    );
+  fill(
+    modelRows,
+    body.items.map((item) => row(item)),
+    body.other ? row(body.other, "Other models") : null,
+  );
+  if (body.items.length === 0) fill(modelRows, emptyRow(5, "No LLM calls in this range."));
+}
+
+function showTools(body) {
+  const row = (item) =>
+    h(
+      "tr",
+      { "data-key": item.key ?? "" },
+      h("td", { class: "key" }, item.key ?? h("span", { class: "muted" }, "(no name)")),
+      h("td", { class: "num" }, formatInt(item.events)),
+      h("td", { class: "num" }, formatDuration(item.duration_ms?.p50)),
+      h("td", { class: "num" }, formatDuration(item.duration_ms?.p95)),
+      h("td", { class: "num" }, formatDuration(item.duration_ms?.p99)),
+    );
+  fill(toolRows, body.items.map(row));
+  if (body.items.length === 0) fill(toolRows, emptyRow(5, "No tool calls in this range."));
+}
+
+function showFailures(range, body) {
+  allFailures.href = sessionsLink(range, { end_state: "Fail" });
+  const row = ({ session, stats }) =>
+    h(
+      "tr",
+      { "data-session-id": session.id },
+      h(
+        "td",
+        { class: "id" },
+        h("a", { href: `/sessions/${encodeURIComponent(session.id)}`, title: session.id }, session.id),
+        " ",
+        stateBadge(session),
+      ),
+      h("td", { class: "time", title: session.init_timestamp }, formatTime(session.init_timestamp)),
+      h("td", { class: "num" }, formatInt(stats.events)),
+      h("td", { class: "num" }, formatCost(stats.cost)),
+      h("td", { class: "reason" }, session.end_state_reason ?? ""),
+    );
+  fill(failureRows, body.sessions.map(row));
+  if (body.sessions.length === 0) fill(failureRows, emptyRow(5, "No failed session in this range."));
+}
+
+const emptyRow = (columns, text) => h("tr", { class: "empty" }, h("td", { colspan: columns, class: "muted" }, text));
+
+// ------------------------------------------------------------------ loading
+
+async function load() {
+  const load = ++loads;
+  const range = rangeFromAddress();
+  showRange(range);
+  const { from, to } = bounds(range);
+  const filters = filtersFromAddress();
+  showFilters(filters);
+  const query = filterQuery(filters);
+  message.textContent = "Loading…";
+  // What the page asked for, readable by a test that asks the API the same.
+  Object.assign(document.getElementById("app").dataset, { loaded: "false", from, to, tz: TIMEZONE });
+  try {
+    const [series, models, tools, failures] = await Promise.all([
+      api("/v2/analytics/timeseries", { ...query, bucket: "day", tz: TIMEZONE, from, to }),
+      api("/v2/analytics/breakdown", { ...query, by: "model", sort: "cost", limit: 5, from, to }),
+      api("/v2/analytics/breakdown", { ...query, by: "tool", sort: "duration_p95", limit: 5, from, to }),
+      api("/v2/sessions", { ...query, end_state: "Fail", from, to, limit: 8 }),
+    ]);
+    if (load !== loads) return;
+    message.textContent = "";
+    showTotals(series.points);
+    drawCharts(series.points);
+    showModels(range, models);
+    showTools(tools);
+    showFailures(range, failures);
+    document.getElementById("app").dataset.loaded = "true";
+  } catch (error) {
+    if (load !== loads || (error instanceof ApiError && error.status === 401)) return;
+    message.textContent = describeError(error);
+  }
+}
+
+startPage({
+  start() {
+    document.getElementById("app").hidden = false;
+    load();
+  },
+  stop() {
+    loads++;
+    for (const chart of charts) chart.destroy();
+    charts = [];
+    fill(modelRows);
+    fill(toolRows);
+    fill(failureRows);
+  },
+});
