@@ -13,18 +13,7 @@
 import type { Page } from "playwright-core";
 import t from "tap";
 import { hashApiKey, keyPrefix } from "../domain/keys.ts";
-import {
-  createOverviewData,
-  FIRST_DAY,
-  FROM,
-  LAST_DAY,
-  PER_DAY,
-  SEARCH_TEXT,
-  SEARCH_WORD,
-  SEARCHED,
-  TIMEZONE,
-  TO,
-} from "./browser/overview-data.ts";
+import { createOverviewData, FIRST_DAY, FROM, LAST_DAY, PER_DAY, TIMEZONE, TO } from "./browser/overview-data.ts";
 import { chromiumMissing, expectRows, openBrowser, saveScreenshot } from "./browser/page.ts";
 import { build } from "./helper.ts";
 
@@ -387,26 +376,16 @@ t.test("the overview and the sessions list in headless Chromium", { skip: chromi
     t.equal(await page.inputValue('select[name="sort"]'), "cost");
     t.equal(await page.inputValue('select[name="order"]'), "asc");
 
+    // Until full-text search lands (issue 15 part 3, on its branch: decision 023 in progress), q
+    // is the list's case-insensitive filter on end_state_reason; the list shows what the API lists.
     await page.click("#clear-filters");
-    await page.fill('input[name="q"]', SEARCH_WORD);
+    await page.fill('input[name="q"]', "Upstream TIMEOUT");
     await page.click('#filters button[type="submit"]');
-    await expectRows(t, page, [SEARCHED], "the search finds the one session whose completion has the word");
-    const found = await read("/v2/sessions", { q: SEARCH_WORD });
-    const match = found.sessions[0].match;
-    t.equal(await page.textContent(`tr[data-match-for="${SEARCHED}"] .snippet`), match.snippet, "the API's snippet");
-    t.same(
-      await page.$$eval(`tr[data-match-for="${SEARCHED}"] mark`, (marks: any[]) => marks.map((m) => m.textContent)),
-      match.highlights.map(([start, end]: [number, number]) => match.snippet.slice(start, end)),
-      "its highlights marked",
-    );
-    t.match(match.snippet, SEARCH_TEXT.slice(0, 20), "the snippet is the completion's text");
-    t.equal(await page.locator(`tr[data-match-for="${SEARCHED}"] b`).count(), 0, "the <b> in it stayed text");
-    t.match(await page.textContent(`tr[data-match-for="${SEARCHED}"] .match-field`), /Completion/);
+    const searched = await listed({ q: "Upstream TIMEOUT" });
+    t.ok(searched.length > 0, "some failed sessions' reasons have the words");
+    await expectRows(t, page, searched, "the search lists the API's sessions for q, in its order");
+    t.match(page.url(), /q=Upstream\+TIMEOUT/, "the search is in the address");
     await saveScreenshot(page, "sessions-search.png");
-
-    await page.click(`tr[data-match-for="${SEARCHED}"] a.match-link`);
-    await page.waitForSelector(`#detail[data-event-id="${match.event_id}"]`);
-    t.pass("the match's link opens the session with the matching event selected");
   });
 
   await t.test("a filter the form has no field for stays in the address, as a chip that removes it", async (t) => {
