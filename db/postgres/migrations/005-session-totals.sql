@@ -1,0 +1,3 @@
+-- Placeholder for helper-totals' migration 005 (issue 15), so that 006 is in sequence on the
+-- helper-search branch. At the merge, helper-totals' file of the same name replaces this one.
+SELECT 1;
