@@ -13,34 +13,10 @@ import type { Db } from "./open.ts";
 export const ftsQuery = (query: SearchQuery) =>
   query.terms.map((term) => `"${term.words.join(" ")}"${term.prefix ? "*" : ""}`).join(" ");
 
-/**
- * The session list's conditions: the session's own fields match, or one of its events does (an
- * event's rowid is session_pk * 2^32 + pk % 2^32, migration 008). `q` reads every matching
- * event's rowid once, then the sessions in list order: the plan for a rare word. `q_common`
- * looks in each session's rowid range, newest session first, and stops at a full page: the plan
- * for a common word, whose every match would take long to read. listQuery picks by `isCommon`.
- */
-export const SEARCH_CONDITIONS = {
-  q: `(s.pk IN (SELECT rowid FROM session_search WHERE session_search MATCH @q)
-    OR s.pk IN (SELECT rowid >> 32 FROM event_search WHERE event_search MATCH @q))`,
-  // (`rowid BETWEEN x AND x`, not `rowid = x`: FTS5 3.53 drops an equality on rowid beside MATCH.)
-  q_common: `(EXISTS (SELECT 1 FROM event_search WHERE event_search MATCH @q
-      AND rowid BETWEEN s.pk << 32 AND (s.pk << 32) | 4294967295)
-    OR EXISTS (SELECT 1 FROM session_search WHERE session_search MATCH @q AND rowid BETWEEN s.pk AND s.pk))`,
-} as const;
-
-/** More matching events than this, and a search reads the sessions first (`q_common`). */
-export const COMMON = 5000;
-
-/** Whether the FTS5 query matches more than COMMON events. */
-export function commonness(db: Db) {
-  const probe = db
-    .prepare<[string], number>(
-      `SELECT count(*) FROM (SELECT 1 FROM event_search WHERE event_search MATCH ? LIMIT ${COMMON + 1})`,
-    )
-    .pluck();
-  return (match: string) => (probe.get(match) as number) > COMMON;
-}
+/** The session list's condition: the session's own fields match, or one of its events does. */
+export const SEARCH_CONDITION = `(s.pk IN (SELECT rowid FROM session_search WHERE session_search MATCH @q)
+  OR s.pk IN (SELECT e.session_pk FROM events e
+    WHERE e.pk IN (SELECT rowid FROM event_search WHERE event_search MATCH @q)))`;
 
 /** Finds where each listed session matched. */
 export function searchMatches(db: Db) {
@@ -48,13 +24,14 @@ export function searchMatches(db: Db) {
     session: db.prepare<{ pk: number; q: string }, { end_state_reason: string | null; tags: string | null }>(
       `SELECT end_state_reason, tags FROM sessions
        WHERE pk = @pk AND EXISTS (SELECT 1 FROM session_search WHERE session_search MATCH @q
-         AND rowid BETWEEN @pk AND @pk)`,
+         AND rowid BETWEEN @pk AND @pk)`, // not rowid = @pk: FTS5 (3.53) drops that beside MATCH
     ),
-    // Its first matching event in time order; the index is read only over the session's rowid range.
+    // Its first matching event in time order; the index is read only over the session's row keys.
     event: db.prepare<{ pk: number; q: string }, { id: string; body: string }>(
       `SELECT e.id, e.body FROM events e
-       WHERE e.session_pk = @pk AND (e.pk & 4294967295) IN (SELECT rowid & 4294967295 FROM event_search
-         WHERE event_search MATCH @q AND rowid BETWEEN @pk << 32 AND (@pk << 32) | 4294967295)
+       WHERE e.session_pk = @pk AND e.pk IN (SELECT rowid FROM event_search WHERE event_search MATCH @q
+         AND rowid >= (SELECT min(pk) FROM events WHERE session_pk = @pk)
+         AND rowid <= (SELECT max(pk) FROM events WHERE session_pk = @pk))
        ORDER BY e.init_us, e.id LIMIT 1`,
     ),
   };

@@ -27,7 +27,7 @@ import {
   totals,
 } from "../rows.ts";
 import type { Db } from "./open.ts";
-import { commonness, ftsQuery, SEARCH_CONDITIONS, searchMatches } from "./search.ts";
+import { ftsQuery, SEARCH_CONDITION, searchMatches } from "./search.ts";
 
 /**
  * A stored timestamp (always YYYY-MM-DDTHH:MM:SS[.f{1,6}]Z, lib/timestamps.ts) as microseconds
@@ -52,7 +52,7 @@ const CONDITIONS = {
           WHERE t.value IN (SELECT value FROM json_each(@tags))) = @tag_count`,
   agent_id: `(EXISTS (SELECT 1 FROM agents a WHERE a.session_pk = s.pk AND a.id = @agent_id)
           OR EXISTS (SELECT 1 FROM events e WHERE e.agent_id = @agent_id AND e.session_pk = s.pk))`,
-  ...SEARCH_CONDITIONS,
+  q: SEARCH_CONDITION,
   conversation_id: "s.conversation_id = @conversation_id",
   // Retention: the last activity (start, end, every event's init and end) is before @idle_us.
   idle: `s.init_us < @idle_us AND (s.end_timestamp IS NULL OR ${usOf("s.end_timestamp")} < @idle_us)
@@ -62,13 +62,7 @@ const CONDITIONS = {
 type Condition = keyof typeof CONDITIONS;
 
 /** The conditions and parameters of a list query. */
-function listQuery(
-  projectId: string,
-  filter: SessionFilter,
-  after: Position | undefined,
-  limit: number,
-  isCommon: (match: string) => boolean,
-) {
+function listQuery(projectId: string, filter: SessionFilter, after: Position | undefined, limit: number) {
   const params: Record<string, unknown> = { project_id: projectId, limit: limit + 1 };
   const conditions: Condition[] = [];
   const add = (condition: Condition, values: Record<string, unknown>) => {
@@ -82,10 +76,7 @@ function listQuery(
   const tags = [...new Set(filter.tags ?? [])];
   if (tags.length > 0) add("tags", { tags: json(tags), tag_count: tags.length });
   if (filter.agent_id !== undefined) add("agent_id", { agent_id: filter.agent_id });
-  if (filter.q !== undefined) {
-    const q = ftsQuery(filter.q);
-    add(isCommon(q) ? "q_common" : "q", { q });
-  }
+  if (filter.q !== undefined) add("q", { q: ftsQuery(filter.q) });
   if (filter.conversation_id !== undefined) add("conversation_id", { conversation_id: filter.conversation_id });
   if (filter.idle_before_us !== undefined) add("idle", { idle_us: filter.idle_before_us });
   return { conditions, params };
@@ -156,7 +147,6 @@ export class SessionTable {
   readonly #db: Db;
   readonly #q: ReturnType<typeof prepare>;
   readonly #match: ReturnType<typeof searchMatches>;
-  readonly #isCommon: ReturnType<typeof commonness>;
   readonly #lists = new Map<string, Database.Statement<Record<string, unknown>, SessionRow>>();
   readonly #picks = new Map<string, Database.Statement<Record<string, unknown>, Picked>>();
 
@@ -164,7 +154,6 @@ export class SessionTable {
     this.#db = db;
     this.#q = prepare(db);
     this.#match = searchMatches(db);
-    this.#isCommon = commonness(db);
   }
 
   /** The session's row key, when the session exists in that project. */
@@ -196,7 +185,7 @@ export class SessionTable {
   }
 
   list(projectId: string, filter: SessionFilter, after: Position | undefined, limit: number) {
-    const { conditions, params } = listQuery(projectId, filter, after, limit, this.#isCommon);
+    const { conditions, params } = listQuery(projectId, filter, after, limit);
     const rows = this.#listStatement(conditions).all(params);
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
@@ -246,7 +235,7 @@ export class SessionTable {
    * a dry run: any read).
    */
   deleteBatch(projectId: string, filter: SessionFilter, batch: DeleteBatch): DeletedBatch {
-    const { conditions, params } = listQuery(projectId, filter, batch.after, batch.maxSessions, this.#isCommon);
+    const { conditions, params } = listQuery(projectId, filter, batch.after, batch.maxSessions);
     const rows = this.#pickStatement(conditions).all(params);
     const picked = takeBatch(rows, batch);
     const last = picked.rows[picked.rows.length - 1];

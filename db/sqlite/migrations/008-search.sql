@@ -1,18 +1,16 @@
 -- agentmon schema, version 8: full-text search, `q=` (issue 15 part 3, docs/decisions/023-search.md).
 --
 -- Two FTS5 indexes, contentless (the text is not stored twice: a snippet is computed from the
--- stored event or session, domain/search.ts): event_search over an event's searched fields, its
--- rowid the event's session and row key, session_pk * 2^32 + pk % 2^32, so that a match names
--- its session without a lookup and a session's matches are one rowid range (db/sqlite/search.ts);
--- session_search, rowid = sessions.pk, over its end_state_reason and tags. Both
+-- stored event or session, domain/search.ts): event_search, rowid = events.pk, over an event's
+-- searched fields; session_search, rowid = sessions.pk, over its end_state_reason and tags. Both
 -- fold case and accents (unicode61 remove_diacritics 2). Triggers keep them in the transaction of
 -- every write, whoever makes it (the v2 API, OTLP, update_events, import, bulk delete, retention).
 
 -- The searched text of an event: the string and number values of these fields (keys and `role`
 -- members left out), at most 200 000 characters (domain/search.ts SEARCHED_FIELDS, textOf,
 -- INDEXED_CHARACTERS), in the order of the body.
-CREATE VIEW event_search_text (pk, rowid, text) AS
-SELECT e.pk, (e.session_pk << 32) | (e.pk & 4294967295), (
+CREATE VIEW event_search_text (pk, text) AS
+SELECT e.pk, (
   SELECT substr(group_concat(j.value, ' '), 1, 200000)
   FROM json_each(e.body) f, json_tree(e.body, f.fullkey) j
   WHERE f.key IN ('prompt', 'completion', 'input', 'output', 'error_type', 'code', 'details')
@@ -35,18 +33,18 @@ CREATE VIRTUAL TABLE session_search USING fts5 (
 INSERT INTO event_search (event_search, rank) VALUES ('automerge', 8);
 INSERT INTO session_search (session_search, rank) VALUES ('automerge', 8);
 
-INSERT INTO event_search (rowid, text) SELECT rowid, text FROM event_search_text WHERE text <> '';
+INSERT INTO event_search (rowid, text) SELECT pk, text FROM event_search_text WHERE text <> '';
 INSERT INTO session_search (rowid, text) SELECT pk, text FROM session_search_text WHERE text <> '';
 
 CREATE TRIGGER event_search_insert AFTER INSERT ON events BEGIN
-  INSERT INTO event_search (rowid, text) SELECT rowid, text FROM event_search_text WHERE pk = new.pk AND text <> '';
+  INSERT INTO event_search (rowid, text) SELECT pk, text FROM event_search_text WHERE pk = new.pk AND text <> '';
 END;
 CREATE TRIGGER event_search_update AFTER UPDATE OF body ON events WHEN old.body IS NOT new.body BEGIN
-  DELETE FROM event_search WHERE rowid = (old.session_pk << 32) | (old.pk & 4294967295);
-  INSERT INTO event_search (rowid, text) SELECT rowid, text FROM event_search_text WHERE pk = new.pk AND text <> '';
+  DELETE FROM event_search WHERE rowid = old.pk;
+  INSERT INTO event_search (rowid, text) SELECT pk, text FROM event_search_text WHERE pk = new.pk AND text <> '';
 END;
 CREATE TRIGGER event_search_delete AFTER DELETE ON events BEGIN
-  DELETE FROM event_search WHERE rowid = (old.session_pk << 32) | (old.pk & 4294967295);
+  DELETE FROM event_search WHERE rowid = old.pk;
 END;
 
 CREATE TRIGGER session_search_insert AFTER INSERT ON sessions BEGIN
