@@ -1,123 +1,125 @@
 /**
- * The read API's benchmark (issue 5): `npx tsx scripts/bench-read.ts [--quick]`, or
- * `npm run bench:read -- --quick`.
+ * The read side's benchmark (issues 5 and 15): `npm run bench:read [-- --sessions N] [--quick]`.
  *
- * Seeds a temporary database file through agentmon's own schema (migrations and all), directly
- * with SQL for speed: 1 M sessions of two events each (--quick: 100 k), plus one session of
- * 10 000 events, the newest, so it is on the first list page too. Then starts agentmon itself
- * (bin/agentmon.js serve) on a real port and measures with autocannon, each figure beside a
- * baseline measured on the same server in the same run:
+ * Seeds a temporary SQLite file with scripts/dataset.ts (seeded; 1 M sessions and about 10 M
+ * events by default, `--quick`: 100 k), through the Store, so the per-session totals and the
+ * search index are what a server would have written; adds one session of 10 000 events, the
+ * newest. Then starts agentmon itself (bin/agentmon.js serve) on a real port and measures each
+ * query with one connection for a few seconds (autocannon: p50, p99 and mean), beside:
+ *   - a baseline measured on the same server in the same run: GET /healthz;
+ *   - the same answer computed naively, in this process, on the same file: a plain SQL scan of
+ *     the events (no precomputed totals, no search index), timed over a few runs.
  *
- *   baseline  GET /healthz
- *   (a)       GET /v2/sessions?limit=50, one list page with its stats
- *   (b)       the session page's data: GET /v2/sessions/{id} and the 10 pages of
- *             GET /v2/sessions/{id}/events?limit=1000 the UI reads for 10 000 events, as a
- *             sequence each connection repeats (latency is per request; page loads/s = req/s / 11)
+ *   (a) GET /v2/sessions?limit=50                    list page
+ *   (b) the 10 000-event session's page: the session and its 10 event pages (the UI's reads)
+ *   (c) a 30-day daily series                        GET /v2/analytics/timeseries
+ *   (d) a breakdown by model over 30 days            GET /v2/analytics/breakdown?by=model
+ *   (e) a page sorted by cost                        GET /v2/sessions?sort=cost
+ *   (f) a filtered page: one model, with errors      GET /v2/sessions?model=o1&has_errors=true
+ *   (g) q, a rare word and a common one                  GET /v2/sessions?q=... (the end-state
+ *       reason filter until full-text search lands, docs/decisions/023-search.md)
  *
- * Prints a table and writes bench-read.json in the current directory. No thresholds: the
- * figures are for comparing runs on the same machine.
+ * Prints a table, the data file's size, and writes bench-read.json in the current directory. No
+ * thresholds: the figures are for comparing runs on the same machine (issue 15's target: every
+ * query's p99 under 150 ms on the 1 M data set).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
 import autocannon from "autocannon";
+import Database from "better-sqlite3";
 import { openDb } from "../db/sqlite/open.ts";
 import { sqliteStore } from "../db/sqlite/store.ts";
 import { hashApiKey, keyPrefix } from "../domain/keys.ts";
+import type { EventRecord, Kind } from "../domain/types.ts";
+import { generateDataset, RARE_WORD } from "./dataset.ts";
 
-const quick = process.argv.includes("--quick");
-const SESSIONS = quick ? 100_000 : 1_000_000;
+const { values } = parseArgs({
+  options: {
+    quick: { type: "boolean", default: false },
+    sessions: { type: "string" },
+    seconds: { type: "string" },
+    db: { type: "string" },
+    days: { type: "string" },
+  },
+});
+const quick = values.quick;
+const SESSIONS = Number(values.sessions ?? (quick ? 100_000 : 1_000_000));
+const SECONDS = Number(values.seconds ?? (quick ? 3 : 8));
+/** Days the sessions spread over; 1 M over 365 days puts ~82 000 in the measured 30 (`--sessions 100000 --days 37`: as many). */
+const DAYS = Number(values.days ?? 365);
+const NAIVE_RUNS = quick ? 3 : 3;
 const BIG_EVENTS = 10_000;
 const EVENT_PAGE = 1000;
-const SECONDS = quick ? 5 : 10;
-const CONNECTIONS = 10;
-const BATCH = 10_000;
 const KEY = "0b7c6f4e-5a4e-4b0a-9c1e-2f3d4a5b6c7d";
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
-const T0_US = Date.UTC(2026, 0, 1) * 1000;
+const DAY_US = 86_400_000_000;
+const END_US = Date.UTC(2026, 10, 1) * 1000;
 
 const iso = (us: number) => new Date(Math.floor(us / 1000)).toISOString();
 
 async function seed(path: string) {
-  const db = openDb(path);
-  await sqliteStore(db).createApiKey(hashApiKey(KEY), keyPrefix(KEY), "default", new Date().toISOString());
-  const projectId = (db.prepare("SELECT id FROM projects WHERE name = 'default'").get() as { id: string }).id;
-  const session = db.prepare(
-    `INSERT INTO sessions (id, project_id, init_timestamp, init_us, end_timestamp, end_state, end_state_reason, tags, host_env, extra)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, '{}')`,
-  );
-  const event = db.prepare(
-    `INSERT INTO events (session_pk, id, type, init_timestamp, init_us, end_timestamp, end_us, agent_id, model,
-       prompt_tokens, completion_tokens, cost, cost_source, body, aliases, extra)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, '{}')`,
-  );
-  const STATES = ["Success", "Fail", "Indeterminate", null];
-  const TAGS = ['["prod"]', '["prod","nightly"]', '["dev"]', null];
-  const PROMPT = JSON.stringify({
-    prompt: [
-      { role: "system", content: "You are a careful assistant. Answer briefly." },
-      { role: "user", content: "What is the capital of France, and why is it famous?" },
-    ],
-    completion: { role: "assistant", content: "Paris: the Eiffel Tower, the Louvre, and a long history." },
+  const store = sqliteStore(openDb(path), { checkpointer: false });
+  const key = await store.createApiKey(hashApiKey(KEY), keyPrefix(KEY), "default", new Date().toISOString());
+  const written = await generateDataset(store, key.project_id, {
+    sessions: SESSIONS,
+    seed: 15,
+    days: DAYS,
+    endUs: END_US,
+    onProgress: (n) => process.stdout.write(`\rseeding: ${n.toLocaleString("en")} sessions`),
   });
-
-  const addSession = (i: number, id: string, us: number, ended: boolean) => {
-    const state = ended ? STATES[i % 4] : null;
-    const end = ended ? iso(us + 60_000_000) : null;
-    const reason = state === "Fail" ? `step ${i % 10} timed out` : null;
-    return Number(session.run(id, projectId, iso(us), us, end, state, reason, TAGS[i % 4]).lastInsertRowid);
-  };
-  const addEvent = (pk: number, n: number, us: number, kind: string) => {
-    const llm = kind === "llm";
-    event.run(
-      pk,
-      `e${n}`,
-      kind,
-      iso(us),
-      us,
-      iso(us + 1500_000),
-      us + 1500_000,
-      "agent-1",
-      llm ? "gpt-4o-mini" : null,
-      llm ? 120 : null,
-      llm ? 30 : null,
-      llm ? 0.000036 : null,
-      llm ? "table" : "unknown",
-      llm ? PROMPT : '{"name":"search","input":{"q":"paris"},"output":"ok"}',
-    );
-  };
-
-  const batch = db.transaction((from: number, to: number) => {
-    for (let i = from; i < to; i += 1) {
-      const us = T0_US + i * 1_000_000;
-      const pk = addSession(i, `s${String(i).padStart(7, "0")}`, us, true);
-      addEvent(pk, 0, us + 1000, "llm");
-      addEvent(pk, 1, us + 2000, "tool");
+  // The big session, newest of all, so it is on the first list page.
+  const bigUs = END_US + 1_000_000;
+  await store.createSession(key.project_id, {
+    id: "big",
+    init_timestamp: iso(bigUs),
+    init_us: bigUs,
+    end_timestamp: null,
+    end_state: null,
+    end_state_reason: null,
+    tags: ["prod"],
+    host_env: null,
+    extra: {},
+  });
+  const KINDS: Kind[] = ["llm", "tool", "action", "error"];
+  for (let from = 0; from < BIG_EVENTS; from += 1000) {
+    const events: EventRecord[] = [];
+    for (let n = from; n < from + 1000; n += 1) {
+      const us = bigUs + (n + 1) * 1000;
+      const type = KINDS[n % 4] as Kind;
+      events.push({
+        id: `e${n}`,
+        type,
+        init_timestamp: iso(us),
+        init_us: us,
+        end_timestamp: iso(us + 500),
+        agent_id: "agent-1",
+        model: type === "llm" ? "gpt-4o-mini" : null,
+        prompt_tokens: type === "llm" ? 120 : null,
+        completion_tokens: type === "llm" ? 30 : null,
+        cost: type === "llm" ? 0.000036 : null,
+        fields:
+          type === "llm" ? { prompt: "What is the capital of France?", completion: "Paris." } : { name: "search" },
+        aliases: [],
+        extra: {},
+      });
     }
-  });
-  for (let from = 0; from < SESSIONS; from += BATCH) batch(from, Math.min(SESSIONS, from + BATCH));
-
-  const bigUs = T0_US + SESSIONS * 1_000_000;
-  const bigPk = db.transaction(() => addSession(0, "big", bigUs, false))();
-  const KINDS = ["llm", "tool", "action", "error"];
-  const bigBatch = db.transaction((from: number, to: number) => {
-    for (let n = from; n < to; n += 1) addEvent(bigPk, n, bigUs + n * 1000, KINDS[n % 4] as string);
-  });
-  for (let from = 0; from < BIG_EVENTS; from += BATCH) bigBatch(from, Math.min(BIG_EVENTS, from + BATCH));
+    await store.insertEvents(key.project_id, "big", events);
+  }
+  await store.close();
+  const db = new Database(path);
   db.pragma("wal_checkpoint(TRUNCATE)");
   db.exec("ANALYZE");
   db.close();
+  process.stdout.write("\n");
+  return { sessions: written.sessions + 1, events: written.events + BIG_EVENTS };
 }
 
 function serve(path: string): Promise<{ child: ChildProcess; base: string }> {
-  const env = {
-    ...process.env,
-    AGENTMON_API_KEY: KEY,
-    AGENTMON_LOG_LEVEL: "silent",
-    AGENTMON_RATE_LIMIT: "0",
-  };
+  const env = { ...process.env, AGENTMON_API_KEY: KEY, AGENTMON_LOG_LEVEL: "silent", AGENTMON_RATE_LIMIT: "0" };
   const child = spawn(process.execPath, ["bin/agentmon.js", "serve", "--port", "0", "--db", path], {
     cwd: ROOT,
     env,
@@ -140,110 +142,222 @@ interface Figure {
   mean_ms: number;
   p50_ms: number;
   p99_ms: number;
-  non_2xx: number;
-  errors: number;
 }
 
-async function measure(what: string, base: string, requests: { path: string }[]): Promise<Figure> {
+/** One connection for SECONDS seconds: the latency a user waits for, not throughput. */
+async function measure(what: string, base: string, paths: string[], connections = 1): Promise<Figure> {
   const result = await autocannon({
     url: base,
-    connections: CONNECTIONS,
+    connections,
     duration: SECONDS,
     headers: { "x-agentmon-api-key": KEY },
-    requests: requests.map((r) => ({ method: "GET" as const, path: r.path })),
+    requests: paths.map((path) => ({ method: "GET" as const, path })),
   });
-  const figure = {
+  if (result.non2xx > 0 || result.errors + result.timeouts > 0) {
+    throw new Error(`${what}: ${result.non2xx} answers were not 2xx, ${result.errors + result.timeouts} failed`);
+  }
+  return {
     what,
     requests_per_s: result.requests.average,
     mean_ms: result.latency.average,
     p50_ms: result.latency.p50,
     p99_ms: result.latency.p99,
-    non_2xx: result.non2xx,
-    errors: result.errors + result.timeouts,
   };
-  if (figure.non_2xx > 0 || figure.errors > 0) {
-    throw new Error(`${what}: ${figure.non_2xx} answers were not 2xx and ${figure.errors} failed; the figure is void`);
-  }
-  return figure;
 }
 
+/** The naive answer's time: `run` NAIVE_RUNS times; p50 and the slowest (p99 of so few runs). */
+function naive(run: () => unknown) {
+  const times: number[] = [];
+  for (let i = 0; i < NAIVE_RUNS; i += 1) {
+    const start = performance.now();
+    run();
+    times.push(performance.now() - start);
+  }
+  times.sort((a, b) => a - b);
+  return { p50_ms: times[Math.floor((times.length - 1) / 2)] as number, p99_ms: times[times.length - 1] as number };
+}
+
+/** Nearest-rank percentiles of the values, as the analytics API defines them. */
+const percentiles = (values: number[]) => {
+  values.sort((a, b) => a - b);
+  const at = (p: number) => values[Math.max(0, Math.ceil((p / 100) * values.length) - 1)];
+  return { p50: at(50), p95: at(95), p99: at(99) };
+};
+
 /**
- * The paths of the big session's event pages, as the UI follows their cursors; and a check that
- * the list page is what was seeded.
+ * The same answers as plain scans over sessions and events, without anything precomputed: what a
+ * store without issue 15 would have to do.
  */
+function naiveQueries(db: Database.Database, fromUs: number, toUs: number) {
+  const sessionsIn = `FROM sessions s WHERE s.init_us >= ${fromUs} AND s.init_us < ${toUs}`;
+  return {
+    series: () => {
+      const rows = db
+        .prepare(
+          `SELECT (s.init_us - ${fromUs}) / ${DAY_US} AS day, s.end_state,
+             (SELECT count(*) FROM events e WHERE e.session_pk = s.pk) AS events,
+             (SELECT total(cost) FROM events e WHERE e.session_pk = s.pk AND e.type = 'llm') AS cost,
+             (SELECT total(prompt_tokens) FROM events e WHERE e.session_pk = s.pk AND e.type = 'llm') AS prompt,
+             coalesce((SELECT max(max(e.init_us, coalesce(e.end_us, e.init_us))) FROM events e WHERE e.session_pk = s.pk), s.init_us) - s.init_us AS duration
+           ${sessionsIn}`,
+        )
+        .raw()
+        .all() as [number, string | null, number, number, number, number][];
+      const days = new Map<number, number[]>();
+      for (const [day, , , , , duration] of rows) {
+        const list = days.get(day) ?? [];
+        list.push(duration);
+        days.set(day, list);
+      }
+      return [...days.values()].map(percentiles);
+    },
+    byModel: () => {
+      const rows = db
+        .prepare(
+          `SELECT e.model, e.cost, coalesce(e.end_us, e.init_us) - e.init_us FROM events e
+           JOIN sessions s ON s.pk = e.session_pk
+           WHERE s.init_us >= ${fromUs} AND s.init_us < ${toUs} AND e.type = 'llm'`,
+        )
+        .raw()
+        .all() as [string, number, number][];
+      const models = new Map<string, { cost: number; durations: number[] }>();
+      for (const [model, cost, duration] of rows) {
+        const m = models.get(model) ?? { cost: 0, durations: [] };
+        m.cost += cost ?? 0;
+        m.durations.push(duration);
+        models.set(model, m);
+      }
+      return [...models.entries()].map(([model, m]) => ({ model, cost: m.cost, ...percentiles(m.durations) }));
+    },
+    sortedByCost: () =>
+      db
+        .prepare(
+          `SELECT s.id, total(e.cost) AS cost FROM sessions s LEFT JOIN events e ON e.session_pk = s.pk AND e.type = 'llm'
+           GROUP BY s.pk ORDER BY cost DESC, s.id DESC LIMIT 50`,
+        )
+        .all(),
+    filtered: () =>
+      db
+        .prepare(
+          `SELECT s.id FROM sessions s
+           WHERE EXISTS (SELECT 1 FROM events e WHERE e.session_pk = s.pk AND e.type = 'llm' AND e.model = 'o1')
+             AND EXISTS (SELECT 1 FROM events e WHERE e.session_pk = s.pk AND e.type = 'error')
+           ORDER BY s.init_us DESC, s.id DESC LIMIT 50`,
+        )
+        .all(),
+    search: (word: string) =>
+      db
+        .prepare(
+          `SELECT s.id FROM sessions s
+           WHERE EXISTS (SELECT 1 FROM events e WHERE e.session_pk = s.pk AND e.body LIKE '%' || ? || '%')
+           ORDER BY s.init_us DESC, s.id DESC LIMIT 50`,
+        )
+        .all(word),
+  };
+}
+
 async function followEventPages(base: string): Promise<string[]> {
-  const eventPages: string[] = [];
+  const pages: string[] = [];
   let cursor: string | null = null;
   do {
-    const query: string = cursor === null ? "" : `&cursor=${cursor}`;
-    const path: string = `/v2/sessions/big/events?limit=${EVENT_PAGE}${query}`;
+    const path: string = `/v2/sessions/big/events?limit=${EVENT_PAGE}${cursor === null ? "" : `&cursor=${cursor}`}`;
     const res = await fetch(`${base}${path}`, { headers: { "x-agentmon-api-key": KEY } });
-    const body = (await res.json()) as { events: unknown[]; next_cursor: string | null };
     if (res.status !== 200) throw new Error(`${path} answered ${res.status}`);
-    eventPages.push(path);
-    cursor = body.next_cursor;
+    pages.push(path);
+    cursor = ((await res.json()) as { next_cursor: string | null }).next_cursor;
   } while (cursor !== null);
-  const list = await fetch(`${base}/v2/sessions?limit=50`, { headers: { "x-agentmon-api-key": KEY } });
-  const first = ((await list.json()) as { sessions: { session: { id: string } }[] }).sessions;
-  if (first.length !== 50 || first[0]?.session.id !== "big") throw new Error("the list page is not what was seeded");
-  return eventPages;
+  return pages;
+}
+
+/** Checks that a query answers 200 with what the measure expects, before it is timed. */
+async function check(base: string, path: string, ok: (body: Record<string, unknown>) => boolean) {
+  const res = await fetch(`${base}${path}`, { headers: { "x-agentmon-api-key": KEY } });
+  const body = (await res.json()) as Record<string, unknown>;
+  if (res.status !== 200 || !ok(body))
+    throw new Error(`${path} answered ${res.status}: ${JSON.stringify(body).slice(0, 300)}`);
 }
 
 async function main() {
-  const dir = mkdtempSync(join(tmpdir(), "agentmon-bench-"));
-  const path = join(dir, "bench.db");
+  const dir = values.db ? undefined : mkdtempSync(join(tmpdir(), "agentmon-bench-"));
+  const path = values.db ?? join(dir as string, "bench.db");
   let child: ChildProcess | undefined;
   try {
-    process.stdout.write(`seeding ${SESSIONS} sessions and one of ${BIG_EVENTS} events into ${path} ... `);
-    const seedStart = performance.now();
-    await seed(path);
-    const seedSeconds = (performance.now() - seedStart) / 1000;
+    let counts = { sessions: SESSIONS, events: Number.NaN };
+    let seedSeconds = 0;
+    if (!values.db || statSync(path, { throwIfNoEntry: false }) === undefined) {
+      const start = performance.now();
+      counts = await seed(path);
+      seedSeconds = (performance.now() - start) / 1000;
+    }
     const dbBytes = statSync(path).size;
-    process.stdout.write(`${seedSeconds.toFixed(1)} s, ${(dbBytes / 1e6).toFixed(0)} MB\n`);
+    console.log(
+      `data set: ${counts.sessions.toLocaleString("en")} sessions, ${counts.events.toLocaleString("en")} events, ` +
+        `${(dbBytes / 1e6).toFixed(0)} MB, seeded in ${seedSeconds.toFixed(0)} s`,
+    );
 
+    const fromUs = END_US - 30 * DAY_US;
+    const range = `from=${iso(fromUs)}&to=${iso(END_US)}`;
     const server = await serve(path);
     child = server.child;
     const { base } = server;
-
     const eventPages = await followEventPages(base);
-    const sessionPage = [{ path: "/v2/sessions/big" }, ...eventPages.map((p) => ({ path: p }))];
-    process.stdout.write(`measuring, ${SECONDS} s each, ${CONNECTIONS} connections ...\n`);
-    const baseline = await measure("baseline: GET /healthz", base, [{ path: "/healthz" }]);
-    const listPage = await measure("(a) GET /v2/sessions?limit=50", base, [{ path: "/v2/sessions?limit=50" }]);
-    const page = await measure(`(b) session page: ${sessionPage.length} requests`, base, sessionPage);
-
-    const rows = [baseline, listPage, page].map((f) => ({
-      ...f,
-      rps_vs_baseline: f.requests_per_s / baseline.requests_per_s,
-      // autocannon's percentiles are whole milliseconds, so the latency ratio is of the means.
-      mean_vs_baseline: f.mean_ms / baseline.mean_ms,
-    }));
-    const pad = (s: string, n: number) => s.padEnd(n);
-    const num = (n: number, d = 1) => n.toFixed(d).padStart(9);
-    console.log(
-      `\nagentmon read API, ${SESSIONS.toLocaleString("en")} sessions, one of ${BIG_EVENTS.toLocaleString("en")} events`,
-    );
-    console.log(`${pad("what", 36)}    req/s  mean ms   p50 ms   p99 ms req/s÷base mean÷base`);
-    for (const r of rows) {
-      console.log(
-        `${pad(r.what, 36)}${num(r.requests_per_s)}${num(r.mean_ms, 2)}${num(r.p50_ms, 0)}${num(r.p99_ms, 0)}${num(r.rps_vs_baseline, 4)}${num(r.mean_vs_baseline, 1)}`,
-      );
+    const queries: [string, string[]][] = [
+      ["(a) list page", ["/v2/sessions?limit=50"]],
+      ["(b) session page (11 requests)", ["/v2/sessions/big", ...eventPages]],
+      ["(c) 30-day daily series", [`/v2/analytics/timeseries?bucket=day&tz=Europe/Lisbon&${range}`]],
+      ["(d) breakdown by model, 30 days", [`/v2/analytics/breakdown?by=model&${range}`]],
+      ["(e) page sorted by cost", ["/v2/sessions?sort=cost&limit=50"]],
+      ["(f) filtered page: o1, with errors", ["/v2/sessions?model=o1&has_errors=true&limit=50"]],
+      [`(g) search, rare word`, [`/v2/sessions?q=${RARE_WORD}&limit=50`]],
+      ["(g) search, common word", ["/v2/sessions?q=refund&limit=50"]],
+    ];
+    for (const [, paths] of queries) {
+      for (const p of paths.slice(0, 1)) await check(base, p, () => true);
     }
-    const pageLoads = page.requests_per_s / sessionPage.length;
-    console.log(`(b) is ${pageLoads.toFixed(1)} whole session pages/s (${sessionPage.length} requests each)`);
+    console.log(`measuring, ${SECONDS} s each, one connection ...`);
+    const baseline = await measure("baseline: GET /healthz", base, ["/healthz"]);
+    const figures: Figure[] = [];
+    for (const [what, paths] of queries) figures.push(await measure(what, base, paths));
 
+    console.log("naive answers, a plain scan of the same file ...");
+    const db = new Database(path, { readonly: true });
+    const scan = naiveQueries(db, fromUs, END_US);
+    const naives = [
+      undefined,
+      undefined,
+      naive(scan.series),
+      naive(scan.byModel),
+      naive(scan.sortedByCost),
+      naive(scan.filtered),
+      naive(() => scan.search(RARE_WORD)),
+      naive(() => scan.search("refund")),
+    ];
+    db.close();
+
+    const pad = (s: string, n: number) => s.padEnd(n);
+    const num = (n: number | undefined, d = 1) => (n === undefined ? "-" : n.toFixed(d)).padStart(9);
+    console.log(
+      `\nagentmon read API: ${counts.sessions.toLocaleString("en")} sessions, ${(dbBytes / 1e6).toFixed(0)} MB`,
+    );
+    console.log(`${pad("what", 38)}    req/s   p50 ms   p99 ms  naive p50  naive p99`);
+    console.log(
+      `${pad(baseline.what, 38)}${num(baseline.requests_per_s)}${num(baseline.p50_ms, 0)}${num(baseline.p99_ms, 0)}`,
+    );
+    figures.forEach((f, i) => {
+      const n = naives[i];
+      console.log(
+        `${pad(f.what, 38)}${num(f.requests_per_s)}${num(f.p50_ms, 0)}${num(f.p99_ms, 0)}  ${num(n?.p50_ms, 0)}  ${num(n?.p99_ms, 0)}`,
+      );
+    });
     const report = {
       date: new Date().toISOString(),
-      quick,
-      sessions: SESSIONS,
-      events_in_big_session: BIG_EVENTS,
-      seed_seconds: seedSeconds,
+      sessions: counts.sessions,
+      events: counts.events,
       db_bytes: dbBytes,
+      seed_seconds: seedSeconds,
       seconds_per_figure: SECONDS,
-      connections: CONNECTIONS,
-      baseline: rows[0],
-      list_page: rows[1],
-      session_page: { ...rows[2], requests_per_page: sessionPage.length, pages_per_s: pageLoads },
+      baseline,
+      figures: figures.map((f, i) => ({ ...f, naive: naives[i] ?? null })),
     };
     writeFileSync("bench-read.json", `${JSON.stringify(report, null, 2)}\n`);
     console.log("written: bench-read.json");
@@ -253,7 +367,7 @@ async function main() {
       child.kill("SIGTERM");
       await exited;
     }
-    rmSync(dir, { recursive: true, force: true });
+    if (dir) rmSync(dir, { recursive: true, force: true });
   }
 }
 
