@@ -3,6 +3,8 @@
  * (domain/records.ts), what a Store keeps and gives back (db/store.ts), and what the views make
  * replies from (domain/views.ts).
  */
+
+import type { SearchMatch, SearchQuery } from "./search.ts";
 import type { Timestamp } from "./timestamps.ts";
 
 export type Kind = "llm" | "tool" | "action" | "error";
@@ -225,8 +227,8 @@ export interface SessionFilter {
   to_us?: number;
   /** A registered agent with this id, or an event with this agent_id. */
   agent_id?: string;
-  /** A case-insensitive substring of end_state_reason. */
-  q?: string;
+  /** Full-text search (domain/search.ts): every term in one event's searched fields, or in the session's own. */
+  q?: SearchQuery;
   /** The conversation of an OTLP trace (otlp.md T13). */
   conversation_id?: string;
   /** An llm event of this model (session_models). */
@@ -297,6 +299,8 @@ export interface SessionTotals {
 export interface SessionWithTotals {
   session: SessionRecord;
   totals: SessionTotals;
+  /** Where the session matched the list's `q`, when one was given. */
+  match?: SearchMatch;
 }
 
 export interface SessionSnapshot extends SessionWithTotals {

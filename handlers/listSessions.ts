@@ -9,9 +9,10 @@ export const listSessions =
     const page = await list(deps.store, apiKeyOf(req).project_id, req.query);
     return {
       status: "success" as const,
-      sessions: page.items.map(({ session, totals }) => ({
+      sessions: page.items.map(({ session, totals, match }) => ({
         session: sessionView(session),
         stats: statsView(session, totals),
+        ...(match ? { match } : {}),
       })),
       next_cursor: page.next_cursor,
     };

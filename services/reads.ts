@@ -3,6 +3,7 @@ import type { Store } from "../db/store.ts";
 import { type CursorKind, decodeCursor, encodeCursor } from "../domain/cursor.ts";
 import { type ErrorDetail, invalidParameters, invalidRequest, sessionNotFound } from "../domain/errors.ts";
 import { canonicalEndState, END_STATE_RULE, KINDS } from "../domain/records.ts";
+import { parseSearch } from "../domain/search.ts";
 import { parseTimestamp } from "../domain/timestamps.ts";
 import type { Kind, SessionFilter, SessionSort } from "../domain/types.ts";
 import type { operations } from "../generated/api.ts";
@@ -73,7 +74,9 @@ export function sessionFilter(fields: FilterFields, where: string, errors: Error
   if (from) filter.from_us = from.us;
   if (to) filter.to_us = to.us;
   if (fields.agent_id !== undefined) filter.agent_id = fields.agent_id;
-  if (fields.q) filter.q = fields.q; // every reason contains "": an empty q filters nothing
+  // A q without a word (empty, or only punctuation) filters nothing.
+  const search = fields.q === undefined ? undefined : parseSearch(fields.q);
+  if (search) filter.q = search;
   if (fields.conversation_id !== undefined) filter.conversation_id = fields.conversation_id;
   if (fields.model !== undefined) filter.model = fields.model;
   // ajv has checked the decimal patterns.
@@ -140,6 +143,9 @@ export async function bulkDelete(store: Store, projectId: string, body: BulkDele
   const errors: ErrorDetail[] = [];
   const { dry_run: dryRun = false, ...fields } = body;
   const filter = sessionFilter(fields, "", errors);
+  if (fields.q !== undefined && filter.q === undefined) {
+    errors.push({ path: "q", message: "has no word to search for (a letter or digit): a bulk delete's q must filter" });
+  }
   if (Object.keys(fields).length === 0) {
     errors.push({
       path: "",

@@ -1,5 +1,6 @@
 /** Sessions on PostgreSQL: create, read with totals, update under a row lock, list, delete. */
 import type pg from "pg";
+import type { SearchMatch, SearchQuery } from "../../domain/search.ts";
 import {
   DEFAULT_SORT,
   type DeleteBatch,
@@ -26,6 +27,7 @@ import {
   TOTALS_COLUMNS,
   takeBatch,
 } from "../rows.ts";
+import { searchCondition, searchMatch, tsQuery } from "./search.ts";
 
 type Queryable = pg.Pool | pg.ClientBase;
 
@@ -151,8 +153,15 @@ export async function listSessions(
   );
   const page = rows.slice(0, limit);
   const last = page[page.length - 1];
+  const search = filter.q;
+  const matches: (SearchMatch | undefined)[] = [];
+  // One at a time: on a pool, a page's lookups must not take every connection.
+  for (const row of search ? page : []) matches.push(await searchMatch(db, row.pk, search as SearchQuery));
   return {
-    items: page.map((row) => ({ session: recordOf(row), totals: rowTotals(row) })),
+    items: page.map((row, i) => {
+      const match = matches[i];
+      return { session: recordOf(row), totals: rowTotals(row), ...(match ? { match } : {}) };
+    }),
     next: rows.length > limit && last ? { init_us: keyOf(last, sort.by), id: last.id } : null,
   };
 }
@@ -197,7 +206,7 @@ export function conditions(projectId: string, filter: SessionFilter, after: Posi
     where.push(`(EXISTS (SELECT 1 FROM agents a WHERE a.session_pk = s.pk AND a.id = ${agent})
       OR EXISTS (SELECT 1 FROM events e WHERE e.agent_id = ${agent} AND e.session_pk = s.pk))`);
   }
-  if (filter.q !== undefined) where.push(`strpos(lower(s.end_state_reason), ${p(filter.q.toLowerCase())}) > 0`);
+  if (filter.q !== undefined) where.push(searchCondition(p(tsQuery(filter.q))));
   if (filter.conversation_id !== undefined) where.push(`s.conversation_id = ${p(filter.conversation_id)}`);
   if (filter.model !== undefined) {
     where.push(`EXISTS (SELECT 1 FROM session_models m WHERE m.model = ${p(filter.model)} AND m.session_pk = s.pk)`);

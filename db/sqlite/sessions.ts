@@ -26,6 +26,7 @@ import {
   takeBatch,
 } from "../rows.ts";
 import type { Db } from "./open.ts";
+import { ftsQuery, SEARCH_CONDITION, searchMatches } from "./search.ts";
 
 /**
  * A stored timestamp (always YYYY-MM-DDTHH:MM:SS[.f{1,6}]Z, lib/timestamps.ts) as microseconds
@@ -68,7 +69,7 @@ const CONDITIONS = {
           WHERE t.value IN (SELECT value FROM json_each(@tags))) = @tag_count`,
   agent_id: `(EXISTS (SELECT 1 FROM agents a WHERE a.session_pk = s.pk AND a.id = @agent_id)
           OR EXISTS (SELECT 1 FROM events e WHERE e.agent_id = @agent_id AND e.session_pk = s.pk))`,
-  q: "agentmon_contains_ci(s.end_state_reason, @q)",
+  q: SEARCH_CONDITION,
   conversation_id: "s.conversation_id = @conversation_id",
   // Retention: the last activity (start, end, every event's init and end) is before @idle_us.
   idle: `s.init_us < @idle_us AND (s.end_timestamp IS NULL OR ${usOf("s.end_timestamp")} < @idle_us)
@@ -121,7 +122,7 @@ function listQuery(
   const tags = [...new Set(filter.tags ?? [])];
   if (tags.length > 0) add("tags", { tags: json(tags), tag_count: tags.length });
   if (filter.agent_id !== undefined) add("agent_id", { agent_id: filter.agent_id });
-  if (filter.q !== undefined) add("q", { q: filter.q.toLowerCase() });
+  if (filter.q !== undefined) add("q", { q: ftsQuery(filter.q) });
   if (filter.conversation_id !== undefined) add("conversation_id", { conversation_id: filter.conversation_id });
   if (filter.idle_before_us !== undefined) add("idle", { idle_us: filter.idle_before_us });
   if (filter.model !== undefined) add("model", { model: filter.model });
@@ -197,16 +198,14 @@ const columns = (session: SessionRecord) => ({
 export class SessionTable {
   readonly #db: Db;
   readonly #q: ReturnType<typeof prepare>;
+  readonly #match: ReturnType<typeof searchMatches>;
   readonly #lists = new Map<string, Database.Statement<Record<string, unknown>, SessionRow>>();
   readonly #picks = new Map<string, Database.Statement<Record<string, unknown>, Picked>>();
 
   constructor(db: Db) {
     this.#db = db;
     this.#q = prepare(db);
-    // The q filter: case-insensitive by JavaScript's Unicode case mapping, not SQLite's ASCII-only lower().
-    db.function("agentmon_contains_ci", { deterministic: true }, (text: unknown, needle: unknown) =>
-      typeof text === "string" && typeof needle === "string" && text.toLowerCase().includes(needle) ? 1 : 0,
-    );
+    this.#match = searchMatches(db);
   }
 
   /** The session's row key, when the session exists in that project. */
@@ -249,8 +248,13 @@ export class SessionTable {
     const rows = this.#listStatement(conditions, sort).all(params);
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
+    const search = filter.q;
+    const matchOf = (pk: number) => {
+      const match = search && this.#match(pk, search, params.q as string);
+      return match ? { match } : {};
+    };
     return {
-      items: page.map((row) => ({ session: sessionRecord(row), totals: rowTotals(row) })),
+      items: page.map((row) => ({ session: sessionRecord(row), totals: rowTotals(row), ...matchOf(row.pk) })),
       next: rows.length > limit && last ? { init_us: keyOf(last, sort.by), id: last.id } : null,
     } satisfies Page<SessionWithTotals>;
   }

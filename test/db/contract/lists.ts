@@ -1,9 +1,12 @@
 /** The Store contract: Lists: sessions with every filter and keyset pages, a session's events by page. */
 import type { Test } from "tap";
+import { parseSearch, type SearchQuery } from "../../../domain/search.ts";
 import type { EventRecord, NewSession, SessionFilter } from "../../../domain/types.ts";
 import { US0 } from "../records.ts";
 import type { Fixtures } from "./fixture.ts";
 import { event, eventAt, NASTY, nasty, newSession, sameData } from "./values.ts";
+
+const search = (q: string) => parseSearch(q) as SearchQuery;
 
 export function listContract(t: Test, { fresh }: Fixtures) {
   t.test("listSessions: newest first, every filter, keyset pages with a stable next", async (t) => {
@@ -44,15 +47,19 @@ export function listContract(t: Test, { fresh }: Fixtures) {
       [{ agent_id: "agent-1" }, ["mid-b"], "agent_id: a registered agent"],
       [{ agent_id: "agent-2" }, ["new"], "agent_id: an event's agent_id"],
       [{ agent_id: "nobody" }, [], "agent_id: none"],
-      [{ q: "done" }, ["old"], "q: case-insensitive"],
-      [{ q: "äöü" }, ["old"], "q: case-insensitive beyond ASCII"],
-      [{ q: "ΣΊΣΥΦ" }, ["old"], "q: Greek"],
-      [{ q: "%" }, ["mid-a"], "q: % is a character"],
-      [{ q: "l_e" }, ["mid-a"], "q: _ is a character"],
-      [{ q: "o" }, ["newest", "new", "old"], "q: a substring"],
-      [{ q: "'; drop" }, [], "q: no match"],
+      [{ q: search("done") }, ["old"], "q: case-insensitive"],
+      [{ q: search("äöü") }, ["old"], "q: case-insensitive beyond ASCII"],
+      [{ q: search("aou") }, ["old"], "q: accents folded"],
+      [{ q: search("ΣΊΣΥΦ") }, ["old"], "q: Greek, a prefix"],
+      [{ q: search("100%") }, ["mid-a"], "q: % separates words"],
+      [{ q: search("fail_ed") }, ["mid-a"], "q: _ separates words"],
+      [{ q: search("x y") }, ["new", "old"], "q: tags, every word (NASTY has [x])"],
+      [{ q: search('"ti"') }, [], "q: a quoted word is whole"],
+      [{ q: search("ti") }, ["new"], "q: the last word, a prefix"],
+      [{ q: search("'; drop") }, ["new"], "q: NASTY's words"],
+      [{ q: search("(zzz OR") }, [], "q: no match"],
       [{ tags: ["x"], end_state: "Fail" }, ["mid-a"], "filters together"],
-      [{ tags: ["y"], from_us: US0 + 1, q: "TIME" }, ["new"], "filters together"],
+      [{ tags: ["y"], from_us: US0 + 1, q: search("TIME") }, ["new"], "filters together"],
     ];
     for (const [filter, expected, why] of filters)
       t.same(await ids(filter), expected, `${why}: ${JSON.stringify(filter)}`);

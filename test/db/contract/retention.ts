@@ -2,7 +2,9 @@
  * The Store contract: retention and bulk delete (issue 16 parts 1 and 2): projects' retention
  * settings, and deleteSessions removing exactly the sessions it must, whole, and nothing else.
  */
+
 import type { Test } from "tap";
+import { parseSearch, type SearchQuery } from "../../../domain/search.ts";
 import type { SessionFilter, SpanRecordWrite } from "../../../domain/types.ts";
 import { deleteSessions, expiredFilter } from "../../../services/retention.ts";
 import { iso, US0 } from "../records.ts";
@@ -64,7 +66,7 @@ export function retentionContract(t: Test, { fresh }: Fixtures) {
       "idle-many-events",
       [1, 2, 3, 4, 5].map((n) => eventAt(`many-${n}`, US0 + n, {}, CUTOFF - 1)),
     );
-    await store.createSession(p, newSession("idle-no-events"));
+    await store.createSession(p, newSession("idle-no-events", { tags: ["searchable"], end_state_reason: "indexed" }));
     const record = (n: number): SpanRecordWrite => ({
       session_id: "trace-0000-4000-8000-000000000001",
       span_id: "s1",
@@ -110,6 +112,9 @@ export function retentionContract(t: Test, { fresh }: Fixtures) {
       expected.span_records = (counted.span_records ?? 0) - 2;
       // The llm events of idle-1, idle-2, idle-3 and idle-many-events: one model each.
       expected.session_models = (counted.session_models ?? 0) - 4;
+      // SQLite's search indexes (migration 010): the idle sessions' documents are gone too.
+      if (counted.event_search !== undefined) expected.event_search = counted.event_search - 8;
+      if (counted.session_search !== undefined) expected.session_search = counted.session_search - 1;
       t.strictSame(after, expected, "every table: only the idle sessions' rows are gone");
     }
     t.strictSame(await deleteSessions(store, p, filter, false, SMALL), { sessions: 0, events: 0 }, "again: none");
@@ -140,7 +145,7 @@ export function retentionContract(t: Test, { fresh }: Fixtures) {
     const filters: [SessionFilter, string[]][] = [
       [{ tags: ["a", "b"] }, ["tag-a"]],
       [{ tags: ["a"] }, ["tag-a-2"]],
-      [{ q: "timeout" }, ["failed"]],
+      [{ q: parseSearch("timeout") as SearchQuery }, ["failed"]],
       [{ end_state: "Fail" }, ["failed-2"]],
       [{ from_us: US0 + 50 * DAY_US }, ["later"]],
       [{ agent_id: "agent-x" }, ["agent-x"]],

@@ -1,0 +1,193 @@
+/**
+ * Full-text search (`q=`, docs/decisions/023-search.md): the query as terms, what of a session and
+ * its events is searched, and the snippet of a match. Both adapters index the same text (the
+ * string and number values of an event's SEARCHED_FIELDS, and a session's end_state_reason and
+ * tags) and compute the snippet here, from the stored value of the field that matched.
+ */
+
+/** A word, or a phrase (several words, adjacent and in order); a prefix term matches words that start with it. */
+export interface SearchTerm {
+  /** As typed (each engine folds case and accents itself). */
+  words: string[];
+  prefix: boolean;
+}
+
+/** Every term must match, in one document: one event, or the session's own fields. */
+export interface SearchQuery {
+  terms: SearchTerm[];
+}
+
+/** Where a listed session matched: the field, its event (null: the session's own field), a snippet. */
+export interface SearchMatch {
+  field: SearchField;
+  event_id: string | null;
+  /** Plain text, at most SNIPPET_LENGTH characters (UTF-16 code units). */
+  snippet: string;
+  /** [start, end) offsets in `snippet` (UTF-16 code units) of each matched word or phrase, in order. */
+  highlights: [number, number][];
+}
+
+/** The event fields searched, in the order a snippet prefers them. */
+export const SEARCHED_FIELDS = ["prompt", "completion", "input", "output", "error_type", "code", "details"] as const;
+export type SearchField = (typeof SEARCHED_FIELDS)[number] | "end_state_reason" | "tags";
+/** Characters of one document that are indexed; the rest of a longer one is not searched. */
+export const INDEXED_CHARACTERS = 200_000;
+export const SNIPPET_LENGTH = 160;
+
+/** A word: letters, digits, private-use characters and combining marks, as SQLite's unicode61 tokenizer reads them. */
+const WORD = /[\p{L}\p{N}\p{Co}\p{M}]+/gu;
+
+/**
+ * `q` as terms: words (ANDed); "a phrase" in double quotes; a word followed by `*`, and the last
+ * word outside quotes, match as prefixes. Everything else (operators, punctuation, a lone quote)
+ * separates words. Undefined when there is no word.
+ */
+export function parseSearch(q: string): SearchQuery | undefined {
+  const terms: SearchTerm[] = [];
+  let last: SearchTerm | undefined; // the last bare word, a prefix unless a phrase follows it
+  const parts = q.split('"');
+  parts.forEach((part, index) => {
+    // Odd parts are inside quotes; an unclosed quote's text is a phrase too.
+    if (index % 2 === 1) {
+      const words = part.match(WORD) ?? [];
+      if (words.length > 0) {
+        terms.push({ words, prefix: false });
+        last = undefined;
+      }
+      return;
+    }
+    for (const found of part.matchAll(WORD)) {
+      const term = { words: [found[0]], prefix: part[(found.index ?? 0) + found[0].length] === "*" };
+      terms.push(term);
+      last = term;
+    }
+  });
+  if (last) last.prefix = true;
+  return terms.length === 0 ? undefined : { terms: terms.slice(0, MAX_TERMS) };
+}
+
+/** More terms than this are dropped (q is at most 256 characters anyway). */
+const MAX_TERMS = 64;
+
+/** Case and accents folded, for comparing words in JavaScript (the engines fold their own). */
+const fold = (word: string) =>
+  word
+    .normalize("NFD")
+    .replace(/\p{M}+/gu, "")
+    .toLowerCase();
+
+/** The text of a field's value: its strings and numbers (not object keys, nor `role` members), space-separated. */
+export function textOf(value: unknown): string {
+  const out: string[] = [];
+  const walk = (v: unknown) => {
+    if (typeof v === "string") out.push(v);
+    else if (typeof v === "number") out.push(String(v));
+    else if (Array.isArray(v)) for (const item of v) walk(item);
+    else if (v !== null && typeof v === "object") {
+      for (const [key, item] of Object.entries(v)) if (key !== "role") walk(item);
+    }
+  };
+  walk(value);
+  return out.join(" ");
+}
+
+interface Hit {
+  start: number;
+  end: number;
+  term: number;
+}
+
+/** Where the terms occur in a text: each word or whole phrase, with its term's index. */
+function hitsIn(text: string, query: SearchQuery): Hit[] {
+  const tokens = [...text.matchAll(WORD)].map((m) => ({
+    start: m.index ?? 0,
+    end: (m.index ?? 0) + m[0].length,
+    word: fold(m[0]),
+  }));
+  const hits: Hit[] = [];
+  query.terms.forEach((term, index) => {
+    const words = term.words.map(fold);
+    for (let i = 0; i + words.length <= tokens.length; i++) {
+      const ok = words.every((w, k) => {
+        const token = tokens[i + k]?.word ?? "";
+        return term.prefix && k === words.length - 1 ? token.startsWith(w) : token === w;
+      });
+      if (ok) {
+        hits.push({
+          start: tokens[i]?.start ?? 0,
+          end: tokens[i + words.length - 1]?.end ?? 0,
+          term: index,
+        });
+      }
+    }
+  });
+  return hits.sort((a, b) => a.start - b.start || b.end - a.end);
+}
+
+/** A cut at `i` that does not split a surrogate pair. */
+const safe = (text: string, i: number) => {
+  const code = text.charCodeAt(i);
+  return i > 0 && i < text.length && code >= 0xdc00 && code <= 0xdfff ? i - 1 : i;
+};
+
+/**
+ * The match of a document: of its fields (name, text), the one where the most terms occur (the
+ * first such), and up to SNIPPET_LENGTH characters of it around the first occurrence, whitespace
+ * collapsed, with "…" where it was cut; the first field when no term is found in any (a word past
+ * INDEXED_CHARACTERS, or an engine's tokenizer that read a word differently).
+ */
+export function snippetOf(fields: [SearchField, string][], query: SearchQuery, eventId: string | null): SearchMatch {
+  let best: { field: SearchField; text: string; hits: Hit[]; terms: number } | undefined;
+  for (const [field, raw] of fields) {
+    const text = raw.replace(/\s+/g, " ").trim();
+    if (text === "") continue;
+    const hits = hitsIn(text, query);
+    const terms = new Set(hits.map((hit) => hit.term)).size;
+    if (!best || terms > best.terms) best = { field, text, hits, terms };
+  }
+  if (!best) return { field: fields[0]?.[0] ?? "prompt", event_id: eventId, snippet: "", highlights: [] };
+  const { text, hits } = best;
+  const room = SNIPPET_LENGTH - 2; // two for the ellipses
+  let start = 0;
+  const first = hits[0];
+  if (first && text.length > room) {
+    // Some context before the first hit, starting at a word.
+    start = Math.max(0, Math.min(first.start - 40, text.length - room));
+    if (start > 0) {
+      const space = text.indexOf(" ", start);
+      if (space !== -1 && space < first.start) start = space + 1;
+    }
+  }
+  start = safe(text, start);
+  let end = Math.min(text.length, start + room);
+  if (end < text.length) {
+    const space = text.lastIndexOf(" ", end);
+    if (space > start && space >= (first?.end ?? 0)) end = space;
+  }
+  end = safe(text, end);
+  const head = start > 0 ? "…" : "";
+  const snippet = head + text.slice(start, end) + (end < text.length ? "…" : "");
+  const shift = head.length - start;
+  const highlights: [number, number][] = [];
+  for (const hit of hits) {
+    if (hit.start < start || hit.end > end) continue;
+    const previous = highlights[highlights.length - 1];
+    // Overlapping hits (a word inside a phrase found too) are one highlight.
+    if (previous && hit.start + shift <= previous[1]) previous[1] = Math.max(previous[1], hit.end + shift);
+    else highlights.push([hit.start + shift, hit.end + shift]);
+  }
+  return { field: best.field, event_id: eventId, snippet, highlights };
+}
+
+/** The fields of an event's stored `fields` bag that are searched, as text. */
+export const eventFields = (fields: Record<string, unknown>): [SearchField, string][] =>
+  SEARCHED_FIELDS.filter((name) => fields[name] !== undefined && fields[name] !== null).map((name) => [
+    name,
+    textOf(fields[name]),
+  ]);
+
+/** A session's own searched fields, as text. */
+export const sessionFields = (reason: string | null, tags: string[] | null): [SearchField, string][] => [
+  ["end_state_reason", reason ?? ""],
+  ["tags", (tags ?? []).join(" ")],
+];
