@@ -7,15 +7,14 @@
 -- every write, whoever makes it (the v2 API, OTLP, update_events, import, bulk delete, retention).
 
 -- The searched text of an event: the string and number values of these fields (keys and `role`
--- members left out), in field order, at most 200 000 characters (domain/search.ts SEARCHED_FIELDS,
--- textOf, INDEXED_CHARACTERS).
+-- members left out), at most 200 000 characters (domain/search.ts SEARCHED_FIELDS, textOf,
+-- INDEXED_CHARACTERS), in the order of the body.
 CREATE VIEW event_search_text (pk, text) AS
 SELECT e.pk, (
-  SELECT substr(group_concat(v.value, ' '), 1, 200000) FROM (
-    SELECT j.value FROM json_each('["prompt","completion","input","output","error_type","code","details"]') f,
-      json_tree(e.body, '$.' || f.value) j
-    WHERE j.type IN ('text', 'integer', 'real') AND j.key IS NOT 'role'
-    ORDER BY f.key, j.id) v)
+  SELECT substr(group_concat(j.value, ' '), 1, 200000)
+  FROM json_each(e.body) f, json_tree(e.body, f.fullkey) j
+  WHERE f.key IN ('prompt', 'completion', 'input', 'output', 'error_type', 'code', 'details')
+    AND j.type IN ('text', 'integer', 'real') AND j.key IS NOT 'role')
 FROM events e;
 
 CREATE VIEW session_search_text (pk, text) AS
@@ -29,6 +28,10 @@ CREATE VIRTUAL TABLE event_search USING fts5 (
 CREATE VIRTUAL TABLE session_search USING fts5 (
   text, content = '', contentless_delete = 1, tokenize = 'unicode61 remove_diacritics 2'
 );
+
+-- Merge segments 8 at a time rather than 4: fewer merges on a write load (measured in decision 023).
+INSERT INTO event_search (event_search, rank) VALUES ('automerge', 8);
+INSERT INTO session_search (session_search, rank) VALUES ('automerge', 8);
 
 INSERT INTO event_search (rowid, text) SELECT pk, text FROM event_search_text WHERE text <> '';
 INSERT INTO session_search (rowid, text) SELECT pk, text FROM session_search_text WHERE text <> '';
