@@ -6,7 +6,7 @@
 import t, { type Test } from "tap";
 import { API_KEY, build, isInvalid, OTHER_PROJECT_KEY, type TestApp } from "./helper.ts";
 import { sendTraces, span, TRACE_SESSION, request as traceRequest } from "./otlp.helpers.ts";
-import { at, createEvents, ids, read, T0 } from "./read.helpers.ts";
+import { allPages, at, createEvents, ids, read, T0 } from "./read.helpers.ts";
 
 interface Match {
   field: string;
@@ -347,4 +347,46 @@ t.test("the snippet: at most 160 characters around the first hit, offsets on the
     astral?.match?.highlights.map(([s, e]) => snippet.slice(s, e)),
     ["zebra"],
   );
+});
+
+t.test("a word in many events: the same rows, pages and filters", async (t) => {
+  const api = await build(t);
+  const expected: string[] = [];
+  for (let s = 0; s < 12; s++) {
+    const id = `c${String(s).padStart(2, "0")}`;
+    const jwt = await api.session(id, { init_timestamp: at(T0 + s * 1000), tags: s % 3 === 0 ? ["third"] : [] });
+    // Sessions 4 and 9 have no event with the word; 7 has it in its reason only.
+    const events = s === 4 || s === 9 || s === 7 ? 1 : 601;
+    const text = (n: number) =>
+      s === 4 || s === 9 || s === 7 ? "nothing here" : n % 2 === 1 ? "frequent" : `frequent word ${n}`;
+    await createEvents(
+      api,
+      jwt,
+      Array.from({ length: events }, (_, n) => ({
+        type: "llm",
+        id: `e${n}`,
+        init_timestamp: at(T0 + s * 1000 + n),
+        prompt: text(n),
+      })),
+    );
+    if (s === 7) {
+      await api.withJwt("/v2/update_session", { session: { id, end_state_reason: "a frequent failure" } }, jwt);
+    }
+    if (s !== 4 && s !== 9) expected.unshift(id);
+  }
+  const all = await search(api, "frequent");
+  t.strictSame(ids(all), expected, "every session with the word, newest first");
+  t.equal(all.find((row) => row.session.id === "c07")?.match?.field, "end_state_reason");
+  t.equal(all.find((row) => row.session.id === "c08")?.match?.event_id, "e0", "the first matching event");
+  const { rows } = await allPages<Row>(api, "/v2/sessions?limit=3&q=frequent", "sessions");
+  t.strictSame(ids(rows), expected, "the same across pages of 3");
+  const thirds = ids((await read(api, "/v2/sessions?q=frequent&tag=third")).json().sessions);
+  t.strictSame(thirds, ["c06", "c03", "c00"], "with another filter");
+  t.strictSame(
+    ids(await search(api, "frequent word 250")),
+    expected.filter((id) => id !== "c07"),
+    "with rarer words",
+  );
+  t.strictSame(ids(await search(api, '"word 251"')), [], "an odd n has no such event");
+  t.strictSame(ids(await search(api, "nothing")), ["c09", "c07", "c04"], "a rare word still");
 });

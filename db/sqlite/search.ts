@@ -23,7 +23,8 @@ export function searchMatches(db: Db) {
   const q = {
     session: db.prepare<{ pk: number; q: string }, { end_state_reason: string | null; tags: string | null }>(
       `SELECT end_state_reason, tags FROM sessions
-       WHERE pk = @pk AND EXISTS (SELECT 1 FROM session_search WHERE session_search MATCH @q AND rowid = @pk)`,
+       WHERE pk = @pk AND EXISTS (SELECT 1 FROM session_search WHERE session_search MATCH @q
+         AND rowid BETWEEN @pk AND @pk)`, // not rowid = @pk: FTS5 (3.53) drops that beside MATCH
     ),
     // Its first matching event in time order; the index is read only over the session's row keys.
     event: db.prepare<{ pk: number; q: string }, { id: string; body: string }>(
