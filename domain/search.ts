@@ -70,11 +70,107 @@ export function parseSearch(q: string): SearchQuery | undefined {
 const MAX_TERMS = 64;
 
 /** Case and accents folded, for comparing words in JavaScript (the engines fold their own). */
-const fold = (word: string) =>
+export const fold = (word: string) =>
   word
     .normalize("NFD")
     .replace(/\p{M}+/gu, "")
     .toLowerCase();
+
+/** A word once folded: no combining mark is left to hold one together. */
+const FOLDED_WORD = /[\p{L}\p{N}\p{Co}]+/gu;
+/** ASCII's separators: whitespace, punctuation, controls. */
+const ASCII_SEPARATORS = /[\x00-\x2f\x3a-\x40\x5b-\x60\x7b-\x7f]+/;
+const NOT_ASCII = /[^\x00-\x7f]/;
+
+/**
+ * The distinct words of a text, folded, space-separated: what SQLite's event index receives. It
+ * keeps no positions (detail=none), so a word said twice adds nothing but tokenizing work, and an
+ * llm event's prompt repeats most of its words (docs/decisions/023-search.md measures it). The
+ * text is cut at ASCII separators first and each distinct piece that holds another character is
+ * folded and cut again as a word: the same words as folding the whole text, at a fraction of the
+ * cost on text that is mostly ASCII.
+ */
+export function distinctWords(text: string): string {
+  const pieces = new Set(text.toLowerCase().split(ASCII_SEPARATORS));
+  const words = new Set<string>();
+  for (const piece of pieces) {
+    if (!NOT_ASCII.test(piece)) {
+      if (piece !== "") words.add(piece);
+      continue;
+    }
+    for (const word of fold(piece).match(FOLDED_WORD) ?? []) words.add(word);
+  }
+  return [...words].join(" ");
+}
+
+/** An event's searched text, as both engines index it: its searched fields' text, in order, cut at INDEXED_CHARACTERS. */
+export const eventText = (fields: Record<string, unknown>) =>
+  eventFields(fields)
+    .map(([, text]) => text)
+    .join(" ")
+    .slice(0, INDEXED_CHARACTERS);
+
+/** Strings at least this long have their words remembered (WordCache). */
+const CACHED_LENGTH = 64;
+const CACHE_ENTRIES = 2_000;
+
+/**
+ * The distinct words of each long string value seen lately. An agent's llm calls resend the same
+ * system prompt and the conversation so far with every call, so most of an event's text was in an
+ * event before it: its words are found once.
+ */
+export class WordCache {
+  readonly #words = new Map<string, string[]>();
+
+  /** The distinct folded words of `text` (distinctWords), as an array. */
+  of(text: string): string[] {
+    if (text.length < CACHED_LENGTH) return distinctWords(text).split(" ");
+    let words = this.#words.get(text);
+    if (words === undefined) {
+      words = distinctWords(text).split(" ");
+      if (this.#words.size >= CACHE_ENTRIES) this.#words.clear();
+      this.#words.set(text, words);
+    }
+    return words;
+  }
+}
+
+/**
+ * The distinct folded words of an event's searched text (eventText), space-separated: what SQLite's
+ * index receives. Word by string value, so that a string seen lately costs a lookup; the value
+ * that crosses INDEXED_CHARACTERS is cut there as eventText cuts it.
+ */
+export function eventWords(fields: Record<string, unknown>, cache: WordCache): string {
+  const words = new Set<string>();
+  let room = INDEXED_CHARACTERS;
+  const add = (text: string) => {
+    if (room <= 0) return;
+    const cut = text.length > room ? text.slice(0, room) : text;
+    room -= text.length + 1; // the space eventText puts between values
+    for (const word of cut === text ? cache.of(text) : distinctWords(cut).split(" ")) words.add(word);
+  };
+  const walk = (v: unknown) => {
+    if (typeof v === "string") add(v);
+    else if (typeof v === "number") add(String(v));
+    else if (Array.isArray(v)) for (const item of v) walk(item);
+    else if (v !== null && typeof v === "object") {
+      for (const [key, item] of Object.entries(v)) if (key !== "role") walk(item);
+    }
+  };
+  for (const name of SEARCHED_FIELDS) {
+    const value = fields[name];
+    if (value !== undefined && value !== null) walk(value);
+  }
+  words.delete("");
+  return [...words].join(" ");
+}
+
+/** Whether every phrase (a term of several words) of the query occurs in the text, words adjacent and in order. */
+export function hasPhrases(text: string, query: SearchQuery): boolean {
+  const phrases = { terms: query.terms.filter((term) => term.words.length > 1) };
+  const found = new Set(hitsIn(text, phrases).map((hit) => hit.term));
+  return found.size === phrases.terms.length;
+}
 
 /** The text of a field's value: its strings and numbers (not object keys, nor `role` members), space-separated. */
 export function textOf(value: unknown): string {

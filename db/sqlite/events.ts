@@ -20,12 +20,13 @@ import {
   type StoredEvent,
 } from "../rows.ts";
 import type { Db } from "./open.ts";
+import type { SearchQueue } from "./search.ts";
 import type { TotalsStatements } from "./totals.ts";
 
 /** Applies one update_events entry to a stored event: a pure function, run inside the transaction. */
 export type EventPatcher = (stored: EventRecord, patch: EventPatch) => EventRecord;
 
-export function eventStatements(db: Db, totals: TotalsStatements) {
+export function eventStatements(db: Db, totals: TotalsStatements, search: SearchQueue) {
   const q = {
     pageFirst: db.prepare<[EventPageParams], StoredEvent>(
       `SELECT * FROM events
@@ -78,8 +79,18 @@ export function eventStatements(db: Db, totals: TotalsStatements) {
     },
     /** Stores the rows not already stored under their id; true (the session was found). */
     insert(pk: number, rows: EventRow[]): true {
-      const added = rows.filter((row) => q.insert.run(pk, row).changes === 1);
+      const added: EventRow[] = [];
+      let first = 0;
+      let last = 0;
+      for (const row of rows) {
+        const { changes, lastInsertRowid } = q.insert.run(pk, row);
+        if (changes !== 1) continue;
+        added.push(row);
+        last = Number(lastInsertRowid);
+        if (first === 0) first = last;
+      }
       totals.add(pk, added);
+      if (first !== 0) search(first, last);
       return true;
     },
     /** All or nothing, inside the caller's transaction: each event is read once and written once. */

@@ -40,8 +40,12 @@ export class GroupCommit {
   /** What GET /metrics shows of the group commit. */
   readonly #figures = new GroupFigures();
 
-  constructor(db: Db) {
+  /** Runs in each group's transaction after its calls, before COMMIT (the search index's queue). */
+  readonly #beforeCommit: () => void;
+
+  constructor(db: Db, beforeCommit: () => void = () => {}) {
     this.#db = db;
+    this.#beforeCommit = beforeCommit;
     this.#tx = {
       begin: db.prepare("BEGIN IMMEDIATE"),
       commit: db.prepare("COMMIT"),
@@ -108,6 +112,7 @@ export class GroupCommit {
       if (db.inTransaction) tx.rollback.run();
       tx.begin.run();
       for (const call of group) outcomes.push(this.#runCall(call));
+      this.#beforeCommit();
       tx.commit.run();
     } catch (fault) {
       // A storage fault, an error that ended the transaction, or a failed BEGIN or COMMIT: nothing

@@ -3,6 +3,7 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import { migrate } from "./migrate.ts";
+import { searchFunctions } from "./search.ts";
 
 export type Db = Database.Database;
 
@@ -34,6 +35,7 @@ export function openDb(path: string, options: DbOptions = {}): Db {
   // 1 MB of page cache instead of 2: the hot pages of a write load (the ends of the indexes of
   // the sessions being written) fit, and the churn of a bigger cache costs resident memory (B5).
   if (!db.memory) db.pragma("cache_size = -1024");
+  searchFunctions(db);
   migrate(db);
   return db;
 }
@@ -45,5 +47,6 @@ export function openReader(path: string): Db {
   const reader = new Database(path, { readonly: true, fileMustExist: true });
   reader.pragma("busy_timeout = 1000");
   reader.pragma("cache_size = -64");
+  searchFunctions(reader);
   return reader;
 }

@@ -2,21 +2,104 @@
  * Full-text search on SQLite (migration 008, docs/decisions/023-search.md): `q` as an FTS5 query,
  * and the match of each listed session, its snippet computed from the stored row.
  */
-import { eventFields, type SearchMatch, type SearchQuery, sessionFields, snippetOf } from "../../domain/search.ts";
+import {
+  eventFields,
+  eventText,
+  eventWords,
+  fold,
+  hasPhrases,
+  type SearchMatch,
+  type SearchQuery,
+  sessionFields,
+  snippetOf,
+  WordCache,
+} from "../../domain/search.ts";
 import { parse } from "../rows.ts";
 import type { Db } from "./open.ts";
 
+const quoted = (words: string[], prefix: boolean) => `"${words.map(fold).join(" ")}"${prefix ? "*" : ""}`;
+
 /**
- * The FTS5 query of the terms: each word or phrase as an FTS5 string (so that no character of it
- * is FTS5 syntax: the words hold letters and digits only), `*` after a prefix; juxtaposed, ANDed.
+ * The FTS5 query of the terms over the sessions' index: each word or phrase as an FTS5 string (so
+ * that no character of it is FTS5 syntax: the words hold letters and digits only), `*` after a
+ * prefix; juxtaposed, ANDed. Words are folded as domain/search.ts folds what is indexed.
  */
-export const ftsQuery = (query: SearchQuery) =>
-  query.terms.map((term) => `"${term.words.join(" ")}"${term.prefix ? "*" : ""}`).join(" ");
+export const ftsQuery = (query: SearchQuery) => query.terms.map((term) => quoted(term.words, term.prefix)).join(" ");
+
+/**
+ * The same over the events' index, which keeps no positions (detail=none) and so takes no phrase:
+ * a phrase's words each, ANDed (its last one the prefix when the phrase is); agentmon_has_phrases
+ * then checks the candidates' text.
+ */
+export const ftsEventQuery = (query: SearchQuery) =>
+  query.terms
+    .flatMap((term) => term.words.map((word, i) => quoted([word], term.prefix && i === term.words.length - 1)))
+    .join(" ");
+
+/** The list's parameters for a query: @q, @q_events, and @q_phrases when it holds a phrase. */
+export function searchParams(query: SearchQuery): { q: string; q_events: string; q_phrases?: string } {
+  const phrases = query.terms.some((term) => term.words.length > 1);
+  return {
+    q: ftsQuery(query),
+    q_events: ftsEventQuery(query),
+    ...(phrases ? { q_phrases: JSON.stringify(query) } : {}),
+  };
+}
+
+const eventCondition = (phrases: boolean) =>
+  `e.pk IN (SELECT rowid FROM event_search WHERE event_search MATCH @q_events)${
+    phrases ? " AND agentmon_has_phrases(e.body, @q_phrases)" : ""
+  }`;
 
 /** The session list's condition: the session's own fields match, or one of its events does. */
-export const SEARCH_CONDITION = `(s.pk IN (SELECT rowid FROM session_search WHERE session_search MATCH @q)
-  OR s.pk IN (SELECT e.session_pk FROM events e
-    WHERE e.pk IN (SELECT rowid FROM event_search WHERE event_search MATCH @q)))`;
+export const searchCondition = (
+  phrases: boolean,
+) => `(s.pk IN (SELECT rowid FROM session_search WHERE session_search MATCH @q)
+  OR s.pk IN (SELECT e.session_pk FROM events e WHERE ${eventCondition(phrases)}))`;
+
+/**
+ * The SQL functions the index and the phrase check need, on every connection (openDb before its
+ * migrations, openReader): agentmon_event_words(body), the distinct folded words of an event's
+ * searched text (migration 008's event_search_text); agentmon_has_phrases(body, query), whether
+ * the event's text holds the query's phrases.
+ */
+export function searchFunctions(db: Db) {
+  const fieldsOf = (body: unknown): Record<string, unknown> =>
+    typeof body === "string" ? ((parse(body) as Record<string, unknown> | null) ?? {}) : {};
+  const cache = new WordCache();
+  db.function("agentmon_event_words", { deterministic: true }, (body) => eventWords(fieldsOf(body), cache));
+  db.function("agentmon_has_phrases", { deterministic: true }, (body, query) =>
+    hasPhrases(eventText(fieldsOf(body)), JSON.parse(String(query)) as SearchQuery) ? 1 : 0,
+  );
+}
+
+/** Queues the events a call inserted (pks lo..hi) for the index, in the call's savepoint. */
+export type SearchQueue = (lo: number, hi: number) => void;
+
+/**
+ * The queue of events to index (migration 008's event_search_pending): `queue` in each call that
+ * inserts events, `index` once per group after every call's savepoint and before COMMIT, so that
+ * the index gets one segment per group instead of one per call (docs/decisions/023-search.md).
+ */
+export function searchQueue(db: Db) {
+  const add = db.prepare("INSERT INTO event_search_pending (lo, hi) VALUES (?, ?)");
+  const pending = db.prepare("SELECT 1 FROM event_search_pending LIMIT 1").pluck();
+  const index = db.prepare(
+    `WITH queued AS MATERIALIZED (
+       SELECT DISTINCT e.pk, agentmon_event_words(e.body) AS text
+       FROM event_search_pending p JOIN events e ON e.pk BETWEEN p.lo AND p.hi)
+     INSERT INTO event_search (rowid, text) SELECT pk, text FROM queued WHERE text <> '' ORDER BY pk`,
+  );
+  const clear = db.prepare("DELETE FROM event_search_pending");
+  return {
+    queue: ((lo, hi) => void add.run(lo, hi)) as SearchQueue,
+    index() {
+      if (pending.get() === undefined) return;
+      index.run();
+      clear.run();
+    },
+  };
+}
 
 /** Finds where each listed session matched. */
 export function searchMatches(db: Db) {
@@ -27,20 +110,23 @@ export function searchMatches(db: Db) {
          AND rowid BETWEEN @pk AND @pk)`, // not rowid = @pk: FTS5 (3.53) drops that beside MATCH
     ),
     // Its first matching event in time order; the index is read only over the session's row keys.
-    event: db.prepare<{ pk: number; q: string }, { id: string; body: string }>(
-      `SELECT e.id, e.body FROM events e
-       WHERE e.session_pk = @pk AND e.pk IN (SELECT rowid FROM event_search WHERE event_search MATCH @q
-         AND rowid >= (SELECT min(pk) FROM events WHERE session_pk = @pk)
-         AND rowid <= (SELECT max(pk) FROM events WHERE session_pk = @pk))
-       ORDER BY e.init_us, e.id LIMIT 1`,
+    event: [false, true].map((phrases) =>
+      db.prepare<{ pk: number; q_events: string; q_phrases?: string }, { id: string; body: string }>(
+        `SELECT e.id, e.body FROM events e
+         WHERE e.session_pk = @pk AND e.pk IN (SELECT rowid FROM event_search WHERE event_search MATCH @q_events
+           AND rowid >= (SELECT min(pk) FROM events WHERE session_pk = @pk)
+           AND rowid <= (SELECT max(pk) FROM events WHERE session_pk = @pk))
+           ${phrases ? "AND agentmon_has_phrases(e.body, @q_phrases)" : ""}
+         ORDER BY e.init_us, e.id LIMIT 1`,
+      ),
     ),
   };
   /** The session's own fields when they match, else its first matching event. */
-  return (pk: number, query: SearchQuery, match: string): SearchMatch | undefined => {
-    const params = { pk, q: match };
-    const session = q.session.get(params);
+  return (pk: number, query: SearchQuery): SearchMatch | undefined => {
+    const { q: match, ...events } = searchParams(query);
+    const session = q.session.get({ pk, q: match });
     if (session) return snippetOf(sessionFields(session.end_state_reason, parse(session.tags)), query, null);
-    const event = q.event.get(params);
+    const event = q.event[events.q_phrases === undefined ? 0 : 1]?.get({ pk, ...events });
     if (event) return snippetOf(eventFields(parse(event.body) ?? {}), query, event.id);
     return undefined;
   };

@@ -26,7 +26,7 @@ import {
   takeBatch,
 } from "../rows.ts";
 import type { Db } from "./open.ts";
-import { ftsQuery, SEARCH_CONDITION, searchMatches } from "./search.ts";
+import { searchCondition, searchMatches, searchParams } from "./search.ts";
 
 /**
  * A stored timestamp (always YYYY-MM-DDTHH:MM:SS[.f{1,6}]Z, lib/timestamps.ts) as microseconds
@@ -69,7 +69,8 @@ const CONDITIONS = {
           WHERE t.value IN (SELECT value FROM json_each(@tags))) = @tag_count`,
   agent_id: `(EXISTS (SELECT 1 FROM agents a WHERE a.session_pk = s.pk AND a.id = @agent_id)
           OR EXISTS (SELECT 1 FROM events e WHERE e.agent_id = @agent_id AND e.session_pk = s.pk))`,
-  q: SEARCH_CONDITION,
+  q: searchCondition(false),
+  q_phrases: searchCondition(true),
   conversation_id: "s.conversation_id = @conversation_id",
   // Retention: the last activity (start, end, every event's init and end) is before @idle_us.
   idle: `s.init_us < @idle_us AND (s.end_timestamp IS NULL OR ${usOf("s.end_timestamp")} < @idle_us)
@@ -122,7 +123,10 @@ function listQuery(
   const tags = [...new Set(filter.tags ?? [])];
   if (tags.length > 0) add("tags", { tags: json(tags), tag_count: tags.length });
   if (filter.agent_id !== undefined) add("agent_id", { agent_id: filter.agent_id });
-  if (filter.q !== undefined) add("q", { q: ftsQuery(filter.q) });
+  if (filter.q !== undefined) {
+    const search = searchParams(filter.q);
+    add(search.q_phrases === undefined ? "q" : "q_phrases", search);
+  }
   if (filter.conversation_id !== undefined) add("conversation_id", { conversation_id: filter.conversation_id });
   if (filter.idle_before_us !== undefined) add("idle", { idle_us: filter.idle_before_us });
   if (filter.model !== undefined) add("model", { model: filter.model });
@@ -250,7 +254,7 @@ export class SessionTable {
     const last = page[page.length - 1];
     const search = filter.q;
     const matchOf = (pk: number) => {
-      const match = search && this.#match(pk, search, params.q as string);
+      const match = search && this.#match(pk, search);
       return match ? { match } : {};
     };
     return {

@@ -28,6 +28,7 @@ import {
   type StoredEvent,
 } from "../rows.ts";
 import type { Db } from "./open.ts";
+import type { SearchQueue } from "./search.ts";
 import type { TotalsStatements } from "./totals.ts";
 
 /** A TraceWrite whose events are rows already (rows.ts eventRow), as the storage thread takes it. */
@@ -114,7 +115,10 @@ export class TraceTable {
 
   readonly #totals: TotalsStatements;
 
-  constructor(db: Db, totals: TotalsStatements) {
+  readonly #search: SearchQueue;
+
+  constructor(db: Db, totals: TotalsStatements, search: SearchQueue) {
+    this.#search = search;
     this.#q = prepare(db);
     this.#totals = totals;
   }
@@ -241,6 +245,8 @@ export class TraceTable {
     const added: EventRow[] = [];
     // T3: log records that came before their spans; the table is empty unless logs were sent.
     const records = this.#q.hasRecords.get(pk) !== undefined;
+    let first = 0;
+    let last = 0;
     for (const given of rows) {
       const id = given[ROW.id] as string;
       const agent = agentOf(given);
@@ -249,13 +255,17 @@ export class TraceTable {
         row = [...row] as EventRow;
         row[ROW.agent_id] = agent;
       }
-      if (this.#q.insert.run(pk, row).changes === 1) {
+      const { changes, lastInsertRowid } = this.#q.insert.run(pk, row);
+      if (changes === 1) {
         inserted.push({ id, agent });
         added.push(row);
+        last = Number(lastInsertRowid);
+        if (first === 0) first = last;
       }
     }
     // Only the agent_id of stored events changes below, which no total counts.
     this.#totals.add(pk, added);
+    if (first !== 0) this.#search(first, last);
     for (const { id, agent } of inserted) {
       if (agent !== null && this.#q.staleChild.get(pk, id, agent)) this.#q.inherit.run({ pk, id, agent });
     }

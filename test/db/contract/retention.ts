@@ -112,7 +112,7 @@ export function retentionContract(t: Test, { fresh }: Fixtures) {
       expected.span_records = (counted.span_records ?? 0) - 2;
       // The llm events of idle-1, idle-2, idle-3 and idle-many-events: one model each.
       expected.session_models = (counted.session_models ?? 0) - 4;
-      // SQLite's search indexes (migration 010): the idle sessions' documents are gone too.
+      // SQLite's search indexes (migration 008): the idle sessions' documents are gone too.
       if (counted.event_search !== undefined) expected.event_search = counted.event_search - 8;
       if (counted.session_search !== undefined) expected.session_search = counted.session_search - 1;
       t.strictSame(after, expected, "every table: only the idle sessions' rows are gone");
