@@ -79,7 +79,9 @@ export const fold = (word: string) =>
 /** A word once folded: no combining mark is left to hold one together. */
 const FOLDED_WORD = /[\p{L}\p{N}\p{Co}]+/gu;
 /** ASCII's separators: whitespace, punctuation, controls. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters separate words, as in unicode61
 const ASCII_SEPARATORS = /[\x00-\x2f\x3a-\x40\x5b-\x60\x7b-\x7f]+/;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the whole ASCII range, controls included
 const NOT_ASCII = /[^\x00-\x7f]/;
 
 /**
