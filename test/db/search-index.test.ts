@@ -1,0 +1,177 @@
+/**
+ * SQLite's event search index kept by the group commit (migration 008, db/sqlite/search.ts
+ * searchQueue; docs/decisions/023-search.md): new events are queued in their call's savepoint and
+ * indexed once per group before COMMIT. What must hold: a call undone leaves nothing in the index,
+ * every committed event is in it exactly once with exactly its words, the queue is empty after
+ * each commit, and the words given to the index are those of the text both engines search.
+ */
+import t from "tap";
+import { distinctWords, eventText, eventWords, INDEXED_CHARACTERS, WordCache } from "../../domain/search.ts";
+import type { EventRecord } from "../../domain/types.ts";
+import { fixture, outcome, session } from "./group-commit.helpers.ts";
+import { newEvent, patch } from "./records.ts";
+
+const llm = (id: string, prompt: unknown, completion?: unknown) =>
+  newEvent(id, { fields: completion === undefined ? { prompt } : { prompt, completion } });
+
+/** The ids of the committed events whose index entry holds `word` (as the reader sees the file). */
+function matching(reader: import("better-sqlite3").Database, word: string): string[] {
+  return reader
+    .prepare<[string], { id: string }>(
+      `SELECT e.id FROM events e WHERE e.pk IN (SELECT rowid FROM event_search WHERE event_search MATCH ?) ORDER BY e.id`,
+    )
+    .all(`"${word}"`)
+    .map((row) => row.id);
+}
+
+t.test(
+  "a call undone in its group leaves nothing in the index; the others are indexed in the same commit",
+  async (t) => {
+    const { store, project, reader } = await fixture(t);
+    await store.createSession(project, session("s1"));
+    await store.createSession(project, session("s2"));
+    const before = store.commits;
+    const a = store.insertEvents(project, "s1", [llm("a1", "alpha apricot")]);
+    // Two good rows, then one the CHECK constraint of events.cost_source refuses: the call is undone.
+    const bad = { ...llm("b3", "bravo"), cost_source: "bogus" } as unknown as EventRecord;
+    const b = store.insertEvents(project, "s2", [llm("b1", "bravo banana"), llm("b2", "bravo"), bad]);
+    const c = store.insertEvents(project, "s2", [llm("c1", "charlie banana")]);
+    t.equal(await outcome(a), "resolved");
+    t.equal(await outcome(b), "SQLITE_CONSTRAINT_CHECK");
+    t.equal(await outcome(c), "resolved");
+    t.equal(store.commits - before, 1, "one group");
+    t.strictSame(matching(reader, "bravo"), [], "the undone call's words are not indexed");
+    t.strictSame(matching(reader, "banana"), ["c1"], "the next call's are, under its own pk");
+    t.strictSame(matching(reader, "apricot"), ["a1"]);
+    t.equal(reader.prepare("SELECT count(*) FROM event_search_pending").pluck().get(), 0, "the queue is empty");
+  },
+);
+
+t.test(
+  "pks reused in the group, a body changed before and after its indexing: each event indexed once, with its words",
+  async (t) => {
+    const { store, project, reader } = await fixture(t);
+    await store.createSession(project, session("old"));
+    await store.createSession(project, session("s"));
+    await store.insertEvents(project, "old", [llm("o1", "oldword"), llm("o2", "oldword")]);
+    // The tail's pks are freed and taken again by the next inserts, in one group.
+    const group = [
+      store.deleteSession(project, "old"),
+      store.insertEvents(project, "s", [llm("n1", "newword first"), llm("n2", "newword second")]),
+      store.updateEvents(project, "s", [patch({ event_id: "n1", prompt: "changed again" })]),
+    ];
+    t.strictSame(await Promise.all(group.map(outcome)), ["resolved", "resolved", "resolved"]);
+    t.strictSame(matching(reader, "oldword"), [], "the deleted events are gone from the index");
+    t.strictSame(matching(reader, "newword"), ["n2"], "n1 lost its old words before it was ever indexed");
+    t.strictSame(matching(reader, "changed"), ["n1"], "and is indexed once, with its new ones");
+    t.strictSame(matching(reader, "second"), ["n2"]);
+    // A later group changes an indexed event: its old words go, its new words come, once.
+    await store.updateEvents(project, "s", [patch({ event_id: "n2", prompt: "third" })]);
+    t.strictSame(matching(reader, "second"), []);
+    t.strictSame(matching(reader, "third"), ["n2"]);
+    const rows = reader.prepare("SELECT count(*) FROM event_search WHERE event_search MATCH ?").pluck();
+    t.equal(rows.get('"changed" OR "third" OR "newword"'), 2, "two events, no duplicate entry");
+    t.equal(reader.prepare("SELECT count(*) FROM event_search_pending").pluck().get(), 0, "the queue is empty");
+  },
+);
+
+t.test("after many groups of every kind of write, the index holds exactly each committed event's words", async (t) => {
+  const { store, project, reader } = await fixture(t);
+  const vocabulary = ["ant", "bee", "cat", "dog", "eel", "fox", "gnu", "hen", "ibis", "jay", "Émile", "naïve", "北京"];
+  let seed = 7;
+  const next = (n: number) => {
+    seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+    return seed % n;
+  };
+  const sentence = () => Array.from({ length: 1 + next(6) }, () => vocabulary[next(vocabulary.length)]).join(" ");
+  const sessions = Array.from({ length: 6 }, (_, i) => `s${i}`);
+  for (const id of sessions) await store.createSession(project, session(id));
+  let serial = 0;
+  for (let round = 0; round < 8; round++) {
+    const calls: Promise<unknown>[] = [];
+    for (const id of sessions) {
+      const batch = Array.from({ length: 1 + next(4) }, () =>
+        llm(`e${serial++}`, [{ role: "user", content: sentence() }], sentence()),
+      );
+      calls.push(store.insertEvents(project, id, batch));
+    }
+    if (round === 5) calls.push(store.deleteSession(project, "s3"));
+    await Promise.all(calls.map(outcome));
+    // Rewrite one event of each session still there, in a group of its own.
+    for (const id of sessions.filter((s) => s !== "s3" || round < 5)) {
+      const events = reader
+        .prepare<[string], { id: string }>(
+          "SELECT e.id FROM events e JOIN sessions s ON s.pk = e.session_pk WHERE s.id = ? LIMIT 1",
+        )
+        .all(id);
+      const first = events[0];
+      if (first)
+        await outcome(store.updateEvents(project, id, [patch({ event_id: first.id, completion: sentence() })]));
+    }
+  }
+  const stored = reader
+    .prepare<[], { id: string; body: string }>("SELECT id, body FROM events ORDER BY id")
+    .all()
+    .map((row) => ({ id: row.id, words: new Set(distinctWords(eventText(JSON.parse(row.body))).split(" ")) }));
+  t.ok(stored.length > 30, `${stored.length} events stored`);
+  for (const word of ["ant", "bee", "jay", "emile", "naive", "北京", "user"]) {
+    const expected = stored
+      .filter((event) => event.words.has(word))
+      .map((event) => event.id)
+      .sort();
+    t.strictSame(matching(reader, word), expected, `"${word}": the events that hold it, no more, no less`);
+  }
+  t.equal(
+    reader.prepare("SELECT count(*) FROM event_search").pluck().get(),
+    stored.filter((event) => event.words.size > 0).length,
+    "one index entry per event with text",
+  );
+});
+
+t.test(
+  "eventWords: the distinct folded words of eventText, cut where it cuts, the same with a warm cache",
+  async (t) => {
+    const cache = new WordCache();
+    const long = "Réponse détaillée: the QUICK brown fox, fox & Fox; x² ﬁle 北京 naïve-café ".repeat(3);
+    const cases: Record<string, unknown>[] = [
+      {
+        prompt: [
+          { role: "system", content: long },
+          { role: "user", content: "hello 42" },
+        ],
+        completion: { role: "assistant", content: long },
+      },
+      { input: { city: "Lisbon", n: 3.5 }, output: ["a", { b: "c d" }], model: "not searched" },
+      { error_type: "TimeoutError", code: 504, details: "upstream timed out" },
+      { prompt: `${"word ".repeat(INDEXED_CHARACTERS / 5 - 1)}tail`, completion: "past the cut" },
+      { prompt: `${"a".repeat(INDEXED_CHARACTERS - 3)} cutword`, completion: "" },
+      { prompt: "" },
+      {},
+    ];
+    for (const fields of cases) {
+      const expected = new Set(distinctWords(eventText(fields)).split(" "));
+      expected.delete("");
+      for (const pass of ["cold", "warm"]) {
+        const got = eventWords(fields, cache);
+        t.strictSame(
+          new Set(got === "" ? [] : got.split(" ")),
+          expected,
+          `${Object.keys(fields).join(",") || "{}"} (${pass})`,
+        );
+      }
+    }
+    t.notOk(
+      eventWords(cases[3] as Record<string, unknown>, cache)
+        .split(" ")
+        .includes("past"),
+      "a field past the cut is not indexed",
+    );
+    t.ok(
+      eventWords(cases[4] as Record<string, unknown>, cache)
+        .split(" ")
+        .includes("cu"),
+      "a word cut in two keeps its first part",
+    );
+    t.strictSame(distinctWords("Café CAFÉ cafe ÀÉÎ ß ＡＢＣ a_b e.f@g.com"), "cafe aei ß ａｂｃ a b e f g com");
+  },
+);
