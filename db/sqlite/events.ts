@@ -77,20 +77,30 @@ export function eventStatements(db: Db, totals: TotalsStatements, search: Search
         next: rows.length > options.limit && last ? { init_us: last.init_us, id: last.id } : null,
       };
     },
-    /** Stores the rows not already stored under their id; true (the session was found). */
-    insert(pk: number, rows: EventRow[]): true {
+    /**
+     * Stores the rows not already stored under their id; true (the session was found). `words`,
+     * when given, are each row's words for the search index (wordsOf), in the order of `rows`.
+     */
+    insert(pk: number, rows: EventRow[], words?: string[]): true {
       const added: EventRow[] = [];
+      const addedWords: string[] = [];
       let first = 0;
       let last = 0;
-      for (const row of rows) {
+      let contiguous = true;
+      rows.forEach((row, i) => {
         const { changes, lastInsertRowid } = q.insert.run(pk, row);
-        if (changes !== 1) continue;
+        if (changes !== 1) return;
         added.push(row);
-        last = Number(lastInsertRowid);
-        if (first === 0) first = last;
-      }
+        addedWords.push(words?.[i] ?? "");
+        const at = Number(lastInsertRowid);
+        if (first === 0) first = at;
+        else if (at !== last + 1) contiguous = false;
+        last = at;
+      });
       totals.add(pk, added);
-      if (first !== 0) search(first, last);
+      // The words go with the pks lo..hi in order; rows always take the next pk, but should they
+      // not, the index reads the stored bodies instead.
+      if (first !== 0) search(first, last, words && contiguous ? JSON.stringify(addedWords) : null);
       return true;
     },
     /** All or nothing, inside the caller's transaction: each event is read once and written once. */

@@ -14,6 +14,7 @@ import {
   snippetOf,
   WordCache,
 } from "../../domain/search.ts";
+import type { EventRecord } from "../../domain/types.ts";
 import { parse } from "../rows.ts";
 import type { Db } from "./open.ts";
 
@@ -73,26 +74,40 @@ export function searchFunctions(db: Db) {
   );
 }
 
-/** Queues the events a call inserted (pks lo..hi) for the index, in the call's savepoint. */
-export type SearchQueue = (lo: number, hi: number) => void;
+/**
+ * Queues the events a call inserted (pks lo..hi, in its savepoint) for the index, with their words
+ * when the caller has them (a JSON array, one string per event from lo on), else null.
+ */
+export type SearchQueue = (lo: number, hi: number, words: string | null) => void;
+
+/** The words the index receives for each of these events (eventWords), on the caller's thread. */
+const cache = new WordCache();
+export const wordsOf = (events: EventRecord[]) => events.map((event) => eventWords(event.fields, cache));
 
 /**
  * The queue of events to index (migration 008's event_search_pending): `queue` in each call that
  * inserts events, `index` once per group after every call's savepoint and before COMMIT, so that
- * the index gets one segment per group instead of one per call (docs/decisions/023-search.md).
+ * the index gets one segment per group instead of one per call (docs/decisions/023-search.md). An
+ * event queued twice (inserted, then its body changed, in one group) gets its last queuing's words.
  */
 export function searchQueue(db: Db) {
-  const add = db.prepare("INSERT INTO event_search_pending (lo, hi) VALUES (?, ?)");
+  const add = db.prepare("INSERT INTO event_search_pending (lo, hi, words) VALUES (?, ?, ?)");
   const pending = db.prepare("SELECT 1 FROM event_search_pending LIMIT 1").pluck();
   const index = db.prepare(
     `WITH queued AS MATERIALIZED (
-       SELECT DISTINCT e.pk, agentmon_event_words(e.body) AS text
-       FROM event_search_pending p JOIN events e ON e.pk BETWEEN p.lo AND p.hi)
-     INSERT INTO event_search (rowid, text) SELECT pk, text FROM queued WHERE text <> '' ORDER BY pk`,
+       SELECT p.rowid AS turn, p.lo + j.key AS pk, j.value AS text
+       FROM event_search_pending p, json_each(p.words) j WHERE p.words IS NOT NULL
+       UNION ALL
+       SELECT p.rowid, e.pk, agentmon_event_words(e.body)
+       FROM event_search_pending p JOIN events e ON e.pk BETWEEN p.lo AND p.hi WHERE p.words IS NULL),
+     latest AS (SELECT pk, text, max(turn) FROM queued GROUP BY pk)
+     INSERT INTO event_search (rowid, text)
+     SELECT l.pk, l.text FROM latest l WHERE l.text <> '' AND EXISTS (SELECT 1 FROM events e WHERE e.pk = l.pk)
+     ORDER BY l.pk`,
   );
   const clear = db.prepare("DELETE FROM event_search_pending");
   return {
-    queue: ((lo, hi) => void add.run(lo, hi)) as SearchQueue,
+    queue: ((lo, hi, words) => void add.run(lo, hi, words)) as SearchQueue,
     index() {
       if (pending.get() === undefined) return;
       index.run();

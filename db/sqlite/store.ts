@@ -29,7 +29,7 @@ import { keyStatements } from "./keys.ts";
 import { schemaVersion, versionOf } from "./migrate.ts";
 import type { Db } from "./open.ts";
 import { priceStatements } from "./prices.ts";
-import { searchQueue } from "./search.ts";
+import { searchQueue, wordsOf } from "./search.ts";
 import { SessionTable } from "./sessions.ts";
 import { totalsStatements } from "./totals.ts";
 import { rowsOf, type TraceRows, TraceTable, traceRows } from "./traces.ts";
@@ -40,7 +40,14 @@ export interface SqliteStore extends Store {
   /** ingestTraces with the events' rows already built (`traceRows`), e.g. by another thread. */
   ingestTraceRows(projectId: string, writes: TraceRows[], keyId?: string): Promise<TraceOutcome[]>;
   /** insertEvents with the rows already built (`eventRow`), e.g. by another thread. */
-  insertEventRows(projectId: string, sessionId: string, rows: EventRow[], keyId?: string): Promise<boolean>;
+  /** `words`: each row's words for the search index (search.ts wordsOf), computed by the caller. */
+  insertEventRows(
+    projectId: string,
+    sessionId: string,
+    rows: EventRow[],
+    keyId?: string,
+    words?: string[],
+  ): Promise<boolean>;
 }
 
 export interface StoreOptions {
@@ -107,8 +114,10 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
   };
   const ingestTraceRows = (projectId: string, writes: TraceRows[], keyId?: string) =>
     write(rowsOf(writes), keyId, projectId, () => traces.ingest(projectId, writes));
-  const insertEventRows = (projectId: string, sessionId: string, rows: EventRow[], keyId?: string) =>
-    write(rows.length, keyId, projectId, () => inSession(projectId, sessionId, (pk) => events.insert(pk, rows), false));
+  const insertEventRows = (projectId: string, sessionId: string, rows: EventRow[], keyId?: string, words?: string[]) =>
+    write(rows.length, keyId, projectId, () =>
+      inSession(projectId, sessionId, (pk) => events.insert(pk, rows, words), false),
+    );
 
   return typedErrors({
     get commits() {
@@ -143,7 +152,7 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
     analyticsBreakdown: async (projectId, filter, request) => analytics.breakdown(projectId, filter, request),
 
     insertEvents: (projectId, sessionId, list: EventRecord[], keyId) =>
-      insertEventRows(projectId, sessionId, list.map(eventRow), keyId),
+      insertEventRows(projectId, sessionId, list.map(eventRow), keyId, wordsOf(list)),
     insertEventRows,
     updateEvents: (projectId, sessionId, patches, keyId) =>
       write(patches.length, keyId, projectId, () =>

@@ -19,6 +19,7 @@ import { rethrow } from "./errors.ts";
 import { GROUP_MAX_ROWS } from "./group-commit.ts";
 import { keyReader } from "./keys.ts";
 import { openReader, type Synchronous } from "./open.ts";
+import { wordsOf } from "./search.ts";
 import type { SqliteStore } from "./store.ts";
 import { rowsOf, traceRows } from "./traces.ts";
 
@@ -209,9 +210,14 @@ export async function openThreadedStore(options: ThreadOptions): Promise<Threade
     thread: worker,
     apiKeyByHash: typed(keys.byHash),
     apiKeyById: typed(keys.byId),
-    // The rows' JSON is built here, on the main thread, so that the storage thread only writes.
+    // The rows' JSON and the search index's words are made here, on the main thread, from the
+    // parsed request, so that the storage thread only writes.
     insertEvents: (projectId, sessionId, events, keyId) =>
-      channel.call("insertEventRows", [projectId, sessionId, events.map(eventRow), keyId], events.length),
+      channel.call(
+        "insertEventRows",
+        [projectId, sessionId, events.map(eventRow), keyId, wordsOf(events)],
+        events.length,
+      ),
     // The storage thread's own figures (its group commit, the file's size), asked for at each
     // scrape, with this side's queue of calls to it (docs/decisions/012-metrics.md).
     stats: async () => {

@@ -44,13 +44,16 @@ INSERT INTO session_search (rowid, text) SELECT pk, text FROM session_search_tex
 -- in the call's savepoint (a call undone takes its range with it), and the group commit indexes the
 -- queue in one statement before COMMIT (db/sqlite/search.ts searchQueue): the same transaction as
 -- the events, one segment per group. An event whose body changes is queued by a trigger (rare).
-CREATE TABLE event_search_pending (lo INTEGER NOT NULL, hi INTEGER NOT NULL);
+-- `words`, when the writer had them (create_events: computed from the parsed request, on the
+-- request's thread), is a JSON array of each event's words, pk lo first; else the words are
+-- computed from the stored bodies (agentmon_event_words).
+CREATE TABLE event_search_pending (lo INTEGER NOT NULL, hi INTEGER NOT NULL, words TEXT);
 
 -- Not in the index yet (queued), deleting its row from the index is a no-op; queued twice, it is
--- indexed once (DISTINCT in searchQueue).
+-- indexed once, with the words of its last queuing (searchQueue).
 CREATE TRIGGER event_search_update AFTER UPDATE OF body ON events WHEN old.body IS NOT new.body BEGIN
   DELETE FROM event_search WHERE rowid = old.pk;
-  INSERT INTO event_search_pending (lo, hi) VALUES (new.pk, new.pk);
+  INSERT INTO event_search_pending (lo, hi, words) VALUES (new.pk, new.pk, NULL);
 END;
 CREATE TRIGGER event_search_delete AFTER DELETE ON events BEGIN
   DELETE FROM event_search WHERE rowid = old.pk;
