@@ -49,7 +49,7 @@ export function parseSearch(q: string): SearchQuery | undefined {
   parts.forEach((part, index) => {
     // Odd parts are inside quotes; an unclosed quote's text is a phrase too.
     if (index % 2 === 1) {
-      const words = part.match(WORD) ?? [];
+      const words = (part.match(WORD) ?? []).filter(isWord);
       if (words.length > 0) {
         terms.push({ words, prefix: false });
         last = undefined;
@@ -57,6 +57,7 @@ export function parseSearch(q: string): SearchQuery | undefined {
       return;
     }
     for (const found of part.matchAll(WORD)) {
+      if (!isWord(found[0])) continue;
       const term = { words: [found[0]], prefix: part[(found.index ?? 0) + found[0].length] === "*" };
       terms.push(term);
       last = term;
@@ -65,6 +66,9 @@ export function parseSearch(q: string): SearchQuery | undefined {
   if (last) last.prefix = true;
   return terms.length === 0 ? undefined : { terms: terms.slice(0, MAX_TERMS) };
 }
+
+/** Combining marks alone are no word: folding removes them, as the engines' tokenizers do. */
+const isWord = (word: string) => fold(word) !== "";
 
 /** More terms than this are dropped (q is at most 256 characters anyway). */
 const MAX_TERMS = 64;

@@ -10,7 +10,8 @@ import type {
   Position,
   UpdateEventsResult,
 } from "../../domain/types.ts";
-import { EVENT_COLUMNS, eventRecord, eventRow, json, parse, type StoredEvent } from "../rows.ts";
+import { EVENT_COLUMNS, eventRecord, eventRow, json, parse, ROW, type StoredEvent } from "../rows.ts";
+import { searchWords } from "./search.ts";
 
 type Queryable = pg.Pool | pg.ClientBase;
 
@@ -40,7 +41,8 @@ export async function eventsPage(
 }
 
 const UPDATE_COLUMNS = EVENT_COLUMNS.filter((column) => column !== "id");
-const UPDATE_EVENT = `UPDATE events SET ${UPDATE_COLUMNS.map((c, i) => `${c} = $${i + 3}`).join(", ")}
+const UPDATE_EVENT = `UPDATE events SET ${UPDATE_COLUMNS.map((c, i) => `${c} = $${i + 3}`).join(", ")},
+    search_words = $${UPDATE_COLUMNS.length + 3}
   WHERE session_pk = $1 AND id = $2`;
 
 /**
@@ -64,7 +66,7 @@ export async function updateEvents(
   for (const patch of patches) events.set(patch.id, apply(events.get(patch.id) as EventRecord, patch));
   for (const event of events.values()) {
     const row = eventRow(event);
-    await tx.query(UPDATE_EVENT, [pk, event.id, ...row.slice(1)]);
+    await tx.query(UPDATE_EVENT, [pk, event.id, ...row.slice(1), searchWords(row[ROW.body])]);
   }
   return { status: "updated", updated: events.size };
 }

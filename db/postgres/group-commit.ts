@@ -24,8 +24,9 @@ import type { ApiKeyRecord } from "../../domain/types.ts";
 import { KeyRevoked, StorageFault } from "../errors.ts";
 import { GroupFigures, type GroupStats, takeGroup } from "../groups.ts";
 import type { EventRow } from "../rows.ts";
-import { EVENT_COLUMNS } from "../rows.ts";
+import { EVENT_COLUMNS, ROW } from "../rows.ts";
 import { isFault, isRetryable, translate } from "./errors.ts";
+import { searchWords } from "./search.ts";
 
 /** A group holds at most this many calls, or this many rows; a call is never split. */
 export const GROUP_MAX_CALLS = 500;
@@ -87,8 +88,9 @@ const COLUMN_TYPES: Record<(typeof EVENT_COLUMNS)[number], string> = {
 };
 
 /** One statement inserts any number of event rows: one array parameter per column. */
-export const INSERT_EVENTS = `INSERT INTO events (session_pk, ${EVENT_COLUMNS.join(", ")})
-  SELECT * FROM unnest($1::int8[], ${EVENT_COLUMNS.map((c, i) => `$${i + 2}::${COLUMN_TYPES[c]}[]`).join(", ")})
+export const INSERT_EVENTS = `INSERT INTO events (session_pk, ${EVENT_COLUMNS.join(", ")}, search_words)
+  SELECT * FROM unnest($1::int8[], ${EVENT_COLUMNS.map((c, i) => `$${i + 2}::${COLUMN_TYPES[c]}[]`).join(", ")},
+    $${EVENT_COLUMNS.length + 2}::text[])
   ON CONFLICT (session_pk, id) DO NOTHING`;
 
 /**
@@ -107,20 +109,22 @@ const GROUP_EVENTS = `WITH calls AS (
       ) AS live
     FROM calls c LEFT JOIN sessions s ON s.id = c.session_id AND s.project_id = c.project_id
   ), added AS (
-    INSERT INTO events (session_pk, ${EVENT_COLUMNS.join(", ")})
-    SELECT v.pk, ${EVENT_COLUMNS.map((c) => `r.${c}`).join(", ")}
-    FROM unnest($5::int4[], ${EVENT_COLUMNS.map((c, i) => `$${i + 6}::${COLUMN_TYPES[c]}[]`).join(", ")})
-      WITH ORDINALITY AS r (call, ${EVENT_COLUMNS.join(", ")}, ord)
+    INSERT INTO events (session_pk, ${EVENT_COLUMNS.join(", ")}, search_words)
+    SELECT v.pk, ${EVENT_COLUMNS.map((c) => `r.${c}`).join(", ")}, r.search_words
+    FROM unnest($5::int4[], ${EVENT_COLUMNS.map((c, i) => `$${i + 6}::${COLUMN_TYPES[c]}[]`).join(", ")},
+        $${EVENT_COLUMNS.length + 6}::text[])
+      WITH ORDINALITY AS r (call, ${EVENT_COLUMNS.join(", ")}, search_words, ord)
     JOIN verdicts v ON v.call = r.call AND v.live AND v.pk IS NOT NULL
     ORDER BY r.ord
     ON CONFLICT (session_pk, id) DO NOTHING
   )
   SELECT call, pk, live FROM verdicts`;
 
-/** The parameters of INSERT_EVENTS for these rows, each with its session's pk. */
+/** The parameters of INSERT_EVENTS for these rows, each with its session's pk, then their search_words. */
 export function eventColumns(rows: { pk: number; row: EventRow }[]): unknown[][] {
   const columns: unknown[][] = [rows.map((r) => r.pk)];
   for (let c = 0; c < EVENT_COLUMNS.length; c++) columns.push(rows.map((r) => r.row[c]));
+  columns.push(rows.map((r) => searchWords(r.row[ROW.body])));
   return columns;
 }
 

@@ -1,46 +1,90 @@
 /**
- * Full-text search on PostgreSQL (migration 006, docs/decisions/023-search.md): `q` as a tsquery
- * over the expression indexes, and the match of each listed session, its snippet computed from
- * the stored row as on SQLite.
+ * Full-text search on PostgreSQL (migration 006, docs/decisions/023-search.md): `q` as tsqueries
+ * over the events' search_words and the sessions' expression index, the words each event row
+ * gets, and the match of each listed session, its snippet computed from the stored row as on
+ * SQLite.
  */
 import type pg from "pg";
-import { eventFields, type SearchMatch, type SearchQuery, sessionFields, snippetOf } from "../../domain/search.ts";
+import {
+  eventFields,
+  eventWords,
+  fold,
+  type SearchMatch,
+  type SearchQuery,
+  sessionFields,
+  snippetOf,
+  WordCache,
+} from "../../domain/search.ts";
 import { parse } from "../rows.ts";
 
 type Queryable = pg.Pool | pg.ClientBase;
 
 /**
- * The tsquery text of the terms: each word quoted (words hold letters and digits only), a
- * phrase's words joined by `<->`, `:*` after a prefix, the terms ANDed. It is folded in SQL
- * (agentmon_search_fold) as the indexed text is.
+ * The tsquery text of the terms, for the sessions' own text (an expression index that keeps word
+ * positions): each word quoted (words hold letters and digits only), a phrase's words joined by
+ * `<->`, `:*` after a prefix, the terms ANDed. It is folded in SQL (agentmon_search_fold) as the
+ * indexed text is.
  */
 export const tsQuery = (query: SearchQuery) =>
   query.terms
     .map((term) => `${term.words.map((word) => `'${word}'`).join(" <-> ")}${term.prefix ? ":*" : ""}`)
     .join(" & ");
 
+/**
+ * The same for the events' search_words, which keep no order: every word of every term, folded as
+ * eventWords folds them, ANDed; a phrase's last word a prefix when the phrase is one. Phrases are
+ * then checked in the candidates' text (phraseCheck).
+ */
+export const wordsQuery = (query: SearchQuery) =>
+  query.terms
+    .flatMap((term) =>
+      term.words.map((word, i) => `'${fold(word)}'${term.prefix && i === term.words.length - 1 ? ":*" : ""}`),
+    )
+    .join(" & ");
+
 const TSQUERY = (param: string) => `to_tsquery('simple', agentmon_search_fold(${param}))`;
+const EVENT_WORDS = "to_tsvector('simple', search_words)";
 const EVENT_VECTOR = "agentmon_search_vector(agentmon_event_text(body))";
 const SESSION_VECTOR = "agentmon_search_vector(agentmon_session_text(end_state_reason, tags))";
 
-/** The session list's condition, `param` the tsquery text: the session's own fields match, or one of its events does. */
-export const searchCondition = (param: string) =>
-  `(s.pk IN (SELECT pk FROM sessions WHERE ${SESSION_VECTOR} @@ ${TSQUERY(param)})
-    OR s.pk IN (SELECT session_pk FROM events WHERE ${EVENT_VECTOR} @@ ${TSQUERY(param)}))`;
+/** The query's phrases only, as a tsquery text (undefined: it has none). */
+const phrasesOf = (query: SearchQuery) => {
+  const phrases = { terms: query.terms.filter((term) => term.words.length > 1) };
+  return phrases.terms.length > 0 ? tsQuery(phrases) : undefined;
+};
+
+/** The events' condition: their words, then (only for the candidates) the phrases in their text. */
+function eventCondition(query: SearchQuery, p: (value: unknown) => string) {
+  const phrases = phrasesOf(query);
+  return `${EVENT_WORDS} @@ to_tsquery('simple', ${p(wordsQuery(query))})${
+    phrases === undefined ? "" : ` AND ${EVENT_VECTOR} @@ ${TSQUERY(p(phrases))}`
+  }`;
+}
+
+/** The session list's condition: the session's own fields match, or one of its events does. */
+export const searchCondition = (query: SearchQuery, p: (value: unknown) => string) =>
+  `(s.pk IN (SELECT pk FROM sessions WHERE ${SESSION_VECTOR} @@ ${TSQUERY(p(tsQuery(query)))})
+    OR s.pk IN (SELECT session_pk FROM events WHERE ${eventCondition(query, p)}))`;
+
+/** The words an event's row gets in search_words (eventWords of its body). */
+const cache = new WordCache();
+export const searchWords = (body: unknown) =>
+  eventWords(typeof body === "string" ? ((parse(body) as Record<string, unknown> | null) ?? {}) : {}, cache);
 
 /** The session's own fields when they match, else its first matching event in time order. */
 export async function searchMatch(db: Queryable, pk: number, query: SearchQuery): Promise<SearchMatch | undefined> {
-  const text = tsQuery(query);
   const { rows: own } = await db.query<{ end_state_reason: string | null; tags: string[] | null }>(
     `SELECT end_state_reason, tags FROM sessions WHERE pk = $1 AND ${SESSION_VECTOR} @@ ${TSQUERY("$2")}`,
-    [pk, text],
+    [pk, tsQuery(query)],
   );
   const session = own[0];
   if (session) return snippetOf(sessionFields(session.end_state_reason, session.tags), query, null);
+  const params: unknown[] = [pk];
+  const p = (value: unknown) => `$${params.push(value)}`;
   const { rows } = await db.query<{ id: string; body: string }>(
-    `SELECT id, body FROM events WHERE session_pk = $1 AND ${EVENT_VECTOR} @@ ${TSQUERY("$2")}
+    `SELECT id, body FROM events WHERE session_pk = $1 AND ${eventCondition(query, p)}
      ORDER BY init_us, id LIMIT 1`,
-    [pk, text],
+    params,
   );
   const event = rows[0];
   return event && snippetOf(eventFields(parse(event.body) ?? {}), query, event.id);

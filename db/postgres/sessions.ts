@@ -27,7 +27,7 @@ import {
   TOTALS_COLUMNS,
   takeBatch,
 } from "../rows.ts";
-import { searchCondition, searchMatch, tsQuery } from "./search.ts";
+import { searchCondition, searchMatch } from "./search.ts";
 
 type Queryable = pg.Pool | pg.ClientBase;
 
@@ -206,7 +206,7 @@ export function conditions(projectId: string, filter: SessionFilter, after: Posi
     where.push(`(EXISTS (SELECT 1 FROM agents a WHERE a.session_pk = s.pk AND a.id = ${agent})
       OR EXISTS (SELECT 1 FROM events e WHERE e.agent_id = ${agent} AND e.session_pk = s.pk))`);
   }
-  if (filter.q !== undefined) where.push(searchCondition(p(tsQuery(filter.q))));
+  if (filter.q !== undefined) where.push(searchCondition(filter.q, p));
   if (filter.conversation_id !== undefined) where.push(`s.conversation_id = ${p(filter.conversation_id)}`);
   if (filter.model !== undefined) {
     where.push(`EXISTS (SELECT 1 FROM session_models m WHERE m.model = ${p(filter.model)} AND m.session_pk = s.pk)`);

@@ -29,6 +29,7 @@ import {
   type StoredEvent,
 } from "../rows.ts";
 import { eventColumns, INSERT_EVENTS } from "./group-commit.ts";
+import { searchWords } from "./search.ts";
 
 type Tx = pg.ClientBase;
 
@@ -74,11 +75,13 @@ export async function attachRecords(tx: Tx, projectId: string, writes: SpanRecor
       const row = rows[0];
       if (row) {
         const event = withLogRecords(eventRecord(row), await spanRecords(tx, pk, write.span_id));
-        await tx.query("UPDATE events SET body = $3, extra = $4 WHERE session_pk = $1 AND id = $2", [
+        const body = json(event.fields);
+        await tx.query("UPDATE events SET body = $3, extra = $4, search_words = $5 WHERE session_pk = $1 AND id = $2", [
           pk,
           row.id,
-          json(event.fields),
+          body,
           json(event.extra),
+          searchWords(body),
         ]);
       }
     }
