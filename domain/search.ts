@@ -171,6 +171,23 @@ export function eventWords(fields: Record<string, unknown>, cache: WordCache): s
   return [...words].join(" ");
 }
 
+/**
+ * Whether a document with these words (eventWords / distinctWords, as a set) and this text matches
+ * the query as the index does: each term's words all among them (a prefix term's last word as a
+ * prefix of one), and its phrases in the text (hasPhrases).
+ */
+export function matchesWords(words: Set<string>, text: () => string, query: SearchQuery): boolean {
+  const all = [...words];
+  for (const term of query.terms) {
+    const folded = term.words.map(fold);
+    const ok = folded.every((word, i) =>
+      term.prefix && i === folded.length - 1 ? all.some((w) => w.startsWith(word)) : words.has(word),
+    );
+    if (!ok) return false;
+  }
+  return !query.terms.some((term) => term.words.length > 1) || hasPhrases(text(), query);
+}
+
 /** Whether every phrase (a term of several words) of the query occurs in the text, words adjacent and in order. */
 export function hasPhrases(text: string, query: SearchQuery): boolean {
   const phrases = { terms: query.terms.filter((term) => term.words.length > 1) };

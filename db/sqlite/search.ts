@@ -3,11 +3,14 @@
  * and the match of each listed session, its snippet computed from the stored row.
  */
 import {
+  distinctWords,
   eventFields,
   eventText,
   eventWords,
   fold,
   hasPhrases,
+  INDEXED_CHARACTERS,
+  matchesWords,
   type SearchMatch,
   type SearchQuery,
   sessionFields,
@@ -72,6 +75,23 @@ export function searchFunctions(db: Db) {
   db.function("agentmon_has_phrases", { deterministic: true }, (body, query) =>
     hasPhrases(eventText(fieldsOf(body)), JSON.parse(String(query)) as SearchQuery) ? 1 : 0,
   );
+  // The page-first search's checks (searchWalk): an event's, a session's own fields.
+  const words = (text: string) => new Set(distinctWords(text).split(" "));
+  db.function("agentmon_event_matches", { deterministic: true }, (body, query) => {
+    const fields = fieldsOf(body);
+    const found = new Set(eventWords(fields, cache).split(" "));
+    return matchesWords(found, () => eventText(fields), JSON.parse(String(query)) as SearchQuery) ? 1 : 0;
+  });
+  db.function("agentmon_session_matches", { deterministic: true }, (reason, tags, query) => {
+    const text = sessionFields(
+      typeof reason === "string" ? reason : null,
+      typeof tags === "string" ? parse(tags) : null,
+    )
+      .map(([, value]) => value)
+      .join(" ")
+      .slice(0, INDEXED_CHARACTERS);
+    return matchesWords(words(text), () => text, JSON.parse(String(query)) as SearchQuery) ? 1 : 0;
+  });
 }
 
 /**
@@ -116,6 +136,62 @@ export function searchQueue(db: Db) {
   };
 }
 
+/** A query whose words are in at least this many events is searched page-first (searchWalk). */
+export const COMMON_MATCHES = 5_000;
+/** Sessions a page-first search reads at most before it reads the index instead. */
+export const WALKED_SESSIONS = 1_000;
+
+/**
+ * For a query matching many events, the list is walked in its own order, a chunk of sessions at a
+ * time, and each chunk is kept to the sessions whose events (or own fields) match, read from the
+ * stored rows with the words the index was given (an exact answer, the condition's own): reading
+ * every match of a word in half of the events and then each one's session took 20 s on 1 M
+ * sessions, and FTS5 reads a word's whole list for each probe of a session's range, while a page
+ * of a common word fills from the first sessions walked. After WALKED_SESSIONS without a full page
+ * the rest of the page comes from the index, after the last session walked.
+ */
+export function searchWalk(db: Db) {
+  const q = {
+    common: db
+      .prepare<[string]>(
+        `SELECT count(*) FROM (SELECT 1 FROM event_search WHERE event_search MATCH ? LIMIT ${COMMON_MATCHES})`,
+      )
+      .pluck(),
+    events: db
+      .prepare<[string, string]>(
+        `SELECT DISTINCT session_pk FROM events
+         WHERE session_pk IN (SELECT value FROM json_each(?)) AND agentmon_event_matches(body, ?)`,
+      )
+      .pluck(),
+    sessions: db
+      .prepare<[string, string]>(
+        `SELECT pk FROM sessions
+         WHERE pk IN (SELECT value FROM json_each(?)) AND agentmon_session_matches(end_state_reason, tags, ?)`,
+      )
+      .pluck(),
+  };
+  return {
+    /**
+     * Whether the query's words, whole (a prefix read as the word itself: a prefix costs FTS5 a
+     * merge of every word it starts, 300 ms for a common one), are in COMMON_MATCHES events or more.
+     */
+    isCommon: (query: SearchQuery) =>
+      q.common.get(ftsEventQuery({ terms: query.terms.map((term) => ({ ...term, prefix: false })) })) ===
+      COMMON_MATCHES,
+    /** Whether one of the query's words, whole, is in COMMON_MATCHES events or more (FTS5 reads its whole list to probe one session). */
+    hasCommon: (query: SearchQuery) =>
+      query.terms.some(
+        (term) => q.common.get(ftsEventQuery({ terms: [{ ...term, prefix: false }] })) === COMMON_MATCHES,
+      ),
+    /** The pks of these sessions that match the query. */
+    matching(pks: number[], query: SearchQuery): Set<number> {
+      const list = JSON.stringify(pks);
+      const text = JSON.stringify(query);
+      return new Set([...q.sessions.all(list, text), ...q.events.all(list, text)] as number[]);
+    },
+  };
+}
+
 /** Finds where each listed session matched. */
 export function searchMatches(db: Db) {
   const q = {
@@ -135,13 +211,21 @@ export function searchMatches(db: Db) {
          ORDER BY e.init_us, e.id LIMIT 1`,
       ),
     ),
+    // For a common query (searchWalk), the session's events in order, checked one by one: FTS5
+    // would read the word's whole list of events to find the few of one session.
+    walked: db.prepare<{ pk: number; query: string }, { id: string; body: string }>(
+      `SELECT id, body FROM events WHERE session_pk = @pk AND agentmon_event_matches(body, @query)
+       ORDER BY init_us, id LIMIT 1`,
+    ),
   };
   /** The session's own fields when they match, else its first matching event. */
-  return (pk: number, query: SearchQuery): SearchMatch | undefined => {
+  return (pk: number, query: SearchQuery, common: boolean): SearchMatch | undefined => {
     const { q: match, ...events } = searchParams(query);
     const session = q.session.get({ pk, q: match });
     if (session) return snippetOf(sessionFields(session.end_state_reason, parse(session.tags)), query, null);
-    const event = q.event[events.q_phrases === undefined ? 0 : 1]?.get({ pk, ...events });
+    const event = common
+      ? q.walked.get({ pk, query: JSON.stringify(query) })
+      : q.event[events.q_phrases === undefined ? 0 : 1]?.get({ pk, ...events });
     if (event) return snippetOf(eventFields(parse(event.body) ?? {}), query, event.id);
     return undefined;
   };

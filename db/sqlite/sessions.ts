@@ -26,7 +26,7 @@ import {
   takeBatch,
 } from "../rows.ts";
 import type { Db } from "./open.ts";
-import { searchCondition, searchMatches, searchParams } from "./search.ts";
+import { searchCondition, searchMatches, searchParams, searchWalk, WALKED_SESSIONS } from "./search.ts";
 
 /**
  * A stored timestamp (always YYYY-MM-DDTHH:MM:SS[.f{1,6}]Z, lib/timestamps.ts) as microseconds
@@ -203,6 +203,7 @@ export class SessionTable {
   readonly #db: Db;
   readonly #q: ReturnType<typeof prepare>;
   readonly #match: ReturnType<typeof searchMatches>;
+  readonly #walk: ReturnType<typeof searchWalk>;
   readonly #lists = new Map<string, Database.Statement<Record<string, unknown>, SessionRow>>();
   readonly #picks = new Map<string, Database.Statement<Record<string, unknown>, Picked>>();
 
@@ -210,6 +211,7 @@ export class SessionTable {
     this.#db = db;
     this.#q = prepare(db);
     this.#match = searchMatches(db);
+    this.#walk = searchWalk(db);
   }
 
   /** The session's row key, when the session exists in that project. */
@@ -248,13 +250,18 @@ export class SessionTable {
     limit: number,
     sort: SessionSort = DEFAULT_SORT,
   ) {
-    const { conditions, params } = listQuery(projectId, filter, after, limit, sort);
-    const rows = this.#listStatement(conditions, sort).all(params);
+    const walked = new Set<number>();
+    const rows =
+      filter.q !== undefined
+        ? this.#searchPage(projectId, filter, after, limit, sort, walked)
+        : this.#rows(projectId, filter, after, limit + 1, sort);
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     const search = filter.q;
+    // A row found by the index is looked for in the index too, unless a word is common.
+    const common = search !== undefined && page.some((row) => !walked.has(row.pk)) && this.#walk.hasCommon(search);
     const matchOf = (pk: number) => {
-      const match = search && this.#match(pk, search);
+      const match = search && this.#match(pk, search, common || walked.has(pk));
       return match ? { match } : {};
     };
     return {
@@ -330,6 +337,54 @@ export class SessionTable {
       this.#picks.set(key, statement);
     }
     return statement;
+  }
+
+  /** Up to `count` rows of the list from `after`. */
+  #rows(projectId: string, filter: SessionFilter, after: Position | undefined, count: number, sort: SessionSort) {
+    const { conditions, params } = listQuery(projectId, filter, after, count - 1, sort);
+    return this.#listStatement(conditions, sort).all(params);
+  }
+
+  /**
+   * The list's rows for a `q` (search.ts searchWalk): the list without `q` is walked chunk by chunk
+   * (100 sessions, then twice the last), each chunk kept to its sessions that match, checked in
+   * their stored rows. After the first chunk, unless the query's words are common, and after
+   * WALKED_SESSIONS in any case, the rest of the page comes from the index, after the last session
+   * walked: the same rows as the plain query, found without reading every match of a common word.
+   * `walked` gets the pks of the rows found by walking.
+   */
+  #searchPage(
+    projectId: string,
+    filter: SessionFilter,
+    after: Position | undefined,
+    limit: number,
+    sort: SessionSort,
+    walked: Set<number>,
+  ) {
+    const { q, ...others } = filter;
+    const rows: SessionRow[] = [];
+    let from = after;
+    let read = 0;
+    for (let chunk = 100; q !== undefined && rows.length <= limit; chunk *= 2) {
+      if (read >= WALKED_SESSIONS || (read > 0 && !this.#walk.isCommon(q))) {
+        return [...rows, ...this.#rows(projectId, filter, from, limit + 1 - rows.length, sort)];
+      }
+      const candidates = this.#rows(projectId, others, from, chunk, sort);
+      read += candidates.length;
+      const matching = this.#walk.matching(
+        candidates.map((row) => row.pk),
+        q,
+      );
+      for (const row of candidates) {
+        if (!matching.has(row.pk) || rows.length > limit) continue;
+        rows.push(row);
+        walked.add(row.pk);
+      }
+      const last = candidates[candidates.length - 1];
+      if (candidates.length < chunk || !last) break;
+      from = { init_us: keyOf(last, sort.by), id: last.id };
+    }
+    return rows;
   }
 
   #listStatement(conditions: Condition[], sort: SessionSort) {

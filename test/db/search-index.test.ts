@@ -175,3 +175,49 @@ t.test(
     t.strictSame(distinctWords("Café CAFÉ cafe ÀÉÎ ß ＡＢＣ a_b e.f@g.com"), "cafe aei ß ａｂｃ a b e f g com");
   },
 );
+
+t.test("a common word found only past the sessions walked: the page comes from the index after them", async (t) => {
+  const { store, project } = await fixture(t);
+  // 1 100 sessions, newest last; the word is in 5 000 events of the 10 oldest only, so a walk of
+  // the newest WALKED_SESSIONS finds nothing and the rest is read from the index.
+  const ids: string[] = [];
+  for (let i = 0; i < 1100; i++) {
+    const id = `s${String(i).padStart(4, "0")}`;
+    ids.push(id);
+    await store.createSession(project, { ...session(id), init_us: 1_795_323_600_000_000 + i * 1_000_000 });
+  }
+  for (let i = 0; i < 10; i++) {
+    await store.insertEvents(
+      project,
+      ids[i] as string,
+      Array.from({ length: 500 }, (_, n) => llm(`w${i}-${n}`, `plenty ${n % 2 === 0 ? "even" : "odd"}`)),
+    );
+  }
+  await store.insertEvents(project, "s0500", [llm("x", "unrelated words")]);
+  const { parseSearch } = await import("../../domain/search.ts");
+  const query = parseSearch("plenty") as NonNullable<ReturnType<typeof parseSearch>>;
+  const first = await store.listSessions(project, { q: query }, undefined, 4);
+  t.strictSame(
+    first.items.map((row) => row.session.id),
+    ["s0009", "s0008", "s0007", "s0006"],
+    "the newest sessions with the word, past 1 000 without it",
+  );
+  t.equal(first.items[0]?.match?.event_id, "w9-0", "each with its first matching event");
+  const rest = await store.listSessions(project, { q: query }, first.next ?? undefined, 10);
+  t.strictSame(
+    rest.items.map((row) => row.session.id),
+    ["s0005", "s0004", "s0003", "s0002", "s0001", "s0000"],
+    "and the next page",
+  );
+  t.equal(rest.next, null);
+  const phrase = await store.listSessions(project, { q: parseSearch('"plenty odd"') as typeof query }, undefined, 3);
+  t.strictSame(
+    phrase.items.map((row) => [row.session.id, row.match?.event_id]),
+    [
+      ["s0009", "w9-1"],
+      ["s0008", "w8-1"],
+      ["s0007", "w7-1"],
+    ],
+    "a phrase of common words: its events only",
+  );
+});
