@@ -58,8 +58,8 @@ export interface Query {
  * The per-session measures of the sessions in `fs`, as `m`: their totals columns, kept at write
  * time (docs/decisions/022-session-totals.md), one row per session, no event read.
  */
-const SESSION_MEASURES = `m AS (
-    SELECT fs.g, fs.pk, fs.end_state, fs.event_count AS events, fs.error_count AS errors,
+const SESSION_MEASURES = (pk = "fs.pk") => `m AS (
+    SELECT fs.g, ${pk} AS pk, fs.end_state, fs.event_count AS events, fs.error_count AS errors,
       fs.prompt_tokens AS prompt, fs.completion_tokens AS completion, fs.cost, fs.duration_us AS dur
     FROM fs
   )`;
@@ -112,9 +112,14 @@ function sums(distinct: boolean) {
 /** The durations of `m`'s rows that have one, with their group: the percentiles are taken from these. */
 const DURATIONS = "SELECT g, dur FROM m WHERE dur IS NOT NULL";
 
-/** The columns every filtered session row carries. */
-const SESSION =
-  "s.pk, s.init_us, s.end_state, s.event_count, s.error_count, s.prompt_tokens, s.completion_tokens, s.cost, s.duration_us";
+/**
+ * The columns the series reads of each session: those of the covering index sessions_analytics
+ * (SQLite migration 008, PostgreSQL 006), so that it reads the index only (test/analytics.plan.test.ts).
+ */
+const SERIES =
+  "s.init_us, s.end_state, s.event_count, s.error_count, s.prompt_tokens, s.completion_tokens, s.cost, s.duration_us";
+/** The columns every filtered session row of a breakdown carries. */
+const SESSION = `s.pk, ${SERIES}`;
 
 /**
  * The time series: the measures of the sessions matching `where` (over `sessions s`, the
@@ -124,9 +129,9 @@ const SESSION =
 export function seriesQuery(d: Dialect, where: string, ranges: { lo: number; hi: number }[]): Query {
   const measured = `WITH b AS (${d.ranges}),
     fs AS (
-      SELECT b.i AS g, ${SESSION} FROM ${d.inRanges(SESSION, where)}
+      SELECT b.i AS g, ${SERIES} FROM ${d.inRanges(SERIES, where)}
     ),
-    ${SESSION_MEASURES}`;
+    ${SESSION_MEASURES("NULL")}`;
   return {
     sums: `${measured} ${sums(false)}`,
     durations: `${measured} ${DURATIONS}`,
@@ -152,7 +157,7 @@ export function breakdownQuery(d: Dialect, where: string, by: BreakdownBy): Quer
   const measured =
     EVENT_KEYS[by] !== undefined
       ? `WITH fs AS (SELECT ${SESSION} FROM sessions s WHERE ${where}), ${eventMeasures(d, by)}`
-      : `WITH fs0 AS (SELECT ${SESSION} FROM sessions s WHERE ${where}), ${sessionGroups(d, by)}, ${SESSION_MEASURES}`;
+      : `WITH fs0 AS (SELECT ${SESSION} FROM sessions s WHERE ${where}), ${sessionGroups(d, by)}, ${SESSION_MEASURES()}`;
   return { sums: `${measured} ${sums(true)}`, durations: `${measured} ${DURATIONS}`, params: {} };
 }
 

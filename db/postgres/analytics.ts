@@ -17,7 +17,7 @@ import {
 } from "../analytics.ts";
 import { conditions } from "./sessions.ts";
 
-const POSTGRES: Dialect = {
+export const POSTGRES: Dialect = {
   greatest: (a, b) => `greatest(${a}, ${b})`,
   bodyText: (column, field) => `((${column})::json ->> '${field}') COLLATE "C"`,
   tagRows: `SELECT DISTINCT s.pk, t.key COLLATE "C" AS key FROM sessions s, unnest(s.tags) AS t(key)
@@ -31,7 +31,7 @@ const POSTGRES: Dialect = {
 };
 
 /** The SQL's @a_ placeholders as $n, numbered after the filter's parameters. */
-function numbered(sql: string, named: Record<string, unknown>, filterParams: unknown[]) {
+export function numbered(sql: string, named: Record<string, unknown>, filterParams: unknown[]) {
   const params = [...filterParams];
   const numbers = new Map<string, string>();
   const text = sql.replace(/@(a_\w+)/g, (_, name: string) => {

@@ -19,7 +19,7 @@ import {
 import type { Db } from "./open.ts";
 import { filterWhere } from "./sessions.ts";
 
-const SQLITE: Dialect = {
+export const SQLITE: Dialect = {
   greatest: (a, b) => `max(${a}, ${b})`,
   bodyText: (column, field) => `CAST(json_extract(${column}, '$.${field}') AS TEXT)`,
   tagRows:
