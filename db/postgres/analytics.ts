@@ -1,6 +1,6 @@
 /**
  * Analytics on PostgreSQL (docs/decisions/024-analytics.md): the queries of db/analytics.ts in
- * PostgreSQL's spelling; a question's two queries read one snapshot.
+ * PostgreSQL's spelling, each in a snapshot.
  */
 import type pg from "pg";
 import type { Breakdown, BreakdownRequest, Range } from "../../domain/analytics.ts";
@@ -9,9 +9,8 @@ import {
   breakdownAnswer,
   breakdownQuery,
   type Dialect,
-  type DurationRow,
   type Query,
-  type SumRow,
+  type Row,
   seriesAnswer,
   seriesQuery,
 } from "../analytics.ts";
@@ -45,20 +44,15 @@ export function numbered(sql: string, named: Record<string, unknown>, filterPara
   return { text, params };
 }
 
-/** Both queries of a question; run in a snapshot (REPEATABLE READ), so that they read the same rows. */
+/** A question's rows, as arrays (run in a snapshot: REPEATABLE READ). */
 async function ask(db: pg.ClientBase, query: Query, filter: { params: unknown[] }) {
-  const sums = numbered(query.sums, query.params, filter.params);
-  const durations = numbered(query.durations, query.params, filter.params);
-  return {
-    sums: (await db.query<SumRow>(sums.text, sums.params)).rows,
-    durations: (await db.query<DurationRow>({ text: durations.text, values: durations.params, rowMode: "array" })).rows,
-  };
+  const { text, params } = numbered(query.rows, query.params, filter.params);
+  return (await db.query<Row>({ text, values: params, rowMode: "array" })).rows;
 }
 
 export async function analyticsSeries(db: pg.ClientBase, projectId: string, filter: SessionFilter, ranges: Range[]) {
   const found = conditions(projectId, filter, undefined);
-  const { sums, durations } = await ask(db, seriesQuery(POSTGRES, found.where.join(" AND "), ranges), found);
-  return seriesAnswer(sums, durations, ranges.length);
+  return seriesAnswer(await ask(db, seriesQuery(POSTGRES, found.where.join(" AND "), ranges), found), ranges.length);
 }
 
 export async function analyticsBreakdown(
@@ -68,6 +62,6 @@ export async function analyticsBreakdown(
   request: BreakdownRequest,
 ): Promise<Breakdown> {
   const found = conditions(projectId, filter, undefined);
-  const { sums, durations } = await ask(db, breakdownQuery(POSTGRES, found.where.join(" AND "), request.by), found);
-  return breakdownAnswer(sums, durations, request);
+  const query = breakdownQuery(POSTGRES, found.where.join(" AND "), request.by);
+  return breakdownAnswer(await ask(db, query, found), query.distinct, request);
 }
