@@ -16,9 +16,11 @@ import {
   type BreakdownBy,
   type BreakdownRequest,
   EMPTY,
+  fromHistogram,
   type Group,
   type Measures,
   percentileRank,
+  type Range,
   rankGroups,
   sumGroups,
 } from "../domain/analytics.ts";
@@ -267,4 +269,83 @@ export function breakdownAnswer(rows: Row[], distinct: boolean, request: Breakdo
   if (rest.length === 0) return { items: top, other: null };
   const together = rest.flatMap((group) => [...(sortedOf.get(group) ?? [])]);
   return { items: top, other: { ...sumGroups(rest), ...percentiles(Float64Array.from(together).sort()) } };
+}
+
+/**
+ * The series from the rollups (docs/decisions/026-analytics-rollups.md; used when
+ * domain/analytics.ts seriesFromRollups says so): each range's slots' sums, and its histogram
+ * (the counts of each duration bucket over the range's slots, and the largest duration put in).
+ * Rows of slots or buckets that writes have emptied (n or sessions 0) add nothing.
+ */
+export function rollupSeriesQueries(d: Dialect) {
+  return {
+    sums: `WITH b AS (${d.ranges})
+      SELECT b.i AS g, sum(r.sessions) AS sessions, sum(r.failures) AS failures, sum(r.events) AS events,
+        sum(r.error_events) AS error_events, sum(r.prompt_tokens) AS prompt_tokens,
+        sum(r.completion_tokens) AS completion_tokens, sum(r.cost) AS cost
+      FROM b CROSS JOIN session_rollups r
+      WHERE r.project_id = @a_project AND r.slot_us >= b.lo AND r.slot_us < b.hi
+      GROUP BY b.i`,
+    histogram: `WITH b AS (${d.ranges})
+      SELECT b.i AS g, h.bucket, sum(h.n) AS n, max(CASE WHEN h.n > 0 THEN h.max_us END) AS max_us
+      FROM b CROSS JOIN session_rollup_durations h
+      WHERE h.project_id = @a_project AND h.slot_us >= b.lo AND h.slot_us < b.hi
+      GROUP BY b.i, h.bucket
+      ORDER BY b.i, h.bucket`,
+  };
+}
+
+/** The rollups' parameters for a series. */
+export const rollupParams = (projectId: string, ranges: readonly Range[]) => ({
+  a_project: projectId,
+  a_lo: ranges.map((r) => r.lo),
+  a_hi: ranges.map((r) => r.hi),
+});
+
+/** A rollup row of the sums (PostgreSQL's bigints as strings). */
+export interface RollupSums {
+  g: unknown;
+  sessions: unknown;
+  failures: unknown;
+  events: unknown;
+  error_events: unknown;
+  prompt_tokens: unknown;
+  completion_tokens: unknown;
+  cost: unknown;
+}
+
+/** The series' points from the rollups' rows: sums as summed, percentiles from the histogram. */
+export function rollupSeriesAnswer(
+  sums: RollupSums[],
+  histogram: { g: unknown; bucket: unknown; n: unknown; max_us: unknown }[],
+  count: number,
+): Measures[] {
+  const buckets = new Map<number, [number, number, number][]>();
+  for (const row of histogram) {
+    const n = Number(row.n);
+    if (n <= 0) continue;
+    const g = Number(row.g);
+    const list = buckets.get(g) ?? [];
+    list.push([Number(row.bucket), n, Number(row.max_us)]);
+    buckets.set(g, list);
+  }
+  const points: Measures[] = Array.from({ length: count }, () => EMPTY);
+  for (const row of sums) {
+    const g = Number(row.g);
+    if (Number(row.sessions) <= 0) continue;
+    const list = buckets.get(g) ?? [];
+    points[g] = {
+      sessions: Number(row.sessions),
+      failures: Number(row.failures),
+      events: Number(row.events),
+      error_events: Number(row.error_events),
+      prompt_tokens: Number(row.prompt_tokens),
+      completion_tokens: Number(row.completion_tokens),
+      cost: Number(row.cost),
+      p50_us: fromHistogram(list, 50),
+      p95_us: fromHistogram(list, 95),
+      p99_us: fromHistogram(list, 99),
+    };
+  }
+  return points;
 }

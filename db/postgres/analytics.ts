@@ -3,14 +3,18 @@
  * PostgreSQL's spelling, each in a snapshot.
  */
 import type pg from "pg";
-import type { Breakdown, BreakdownRequest, Range } from "../../domain/analytics.ts";
+import { type Breakdown, type BreakdownRequest, type Range, seriesFromRollups } from "../../domain/analytics.ts";
 import type { SessionFilter } from "../../domain/types.ts";
 import {
   breakdownAnswer,
   breakdownQuery,
   type Dialect,
   type Query,
+  type RollupSums,
   type Row,
+  rollupParams,
+  rollupSeriesAnswer,
+  rollupSeriesQueries,
   seriesAnswer,
   seriesQuery,
 } from "../analytics.ts";
@@ -50,7 +54,20 @@ async function ask(db: pg.ClientBase, query: Query, filter: { params: unknown[] 
   return (await db.query<Row>({ text, values: params, rowMode: "array" })).rows;
 }
 
+const ROLLUPS = rollupSeriesQueries(POSTGRES);
+
 export async function analyticsSeries(db: pg.ClientBase, projectId: string, filter: SessionFilter, ranges: Range[]) {
+  if (seriesFromRollups(filter, ranges)) {
+    const named = rollupParams(projectId, ranges);
+    const sums = numbered(ROLLUPS.sums, named, []);
+    const histogram = numbered(ROLLUPS.histogram, named, []);
+    return rollupSeriesAnswer(
+      (await db.query<RollupSums>(sums.text, sums.params)).rows,
+      (await db.query<{ g: unknown; bucket: unknown; n: unknown; max_us: unknown }>(histogram.text, histogram.params))
+        .rows,
+      ranges.length,
+    );
+  }
   const found = conditions(projectId, filter, undefined);
   return seriesAnswer(await ask(db, seriesQuery(POSTGRES, found.where.join(" AND "), ranges), found), ranges.length);
 }

@@ -4,14 +4,18 @@
  * each question in one read transaction.
  */
 import type Database from "better-sqlite3";
-import type { Breakdown, BreakdownRequest, Range } from "../../domain/analytics.ts";
+import { type Breakdown, type BreakdownRequest, type Range, seriesFromRollups } from "../../domain/analytics.ts";
 import type { SessionFilter } from "../../domain/types.ts";
 import {
   breakdownAnswer,
   breakdownQuery,
   type Dialect,
   type Query,
+  type RollupSums,
   type Row,
+  rollupParams,
+  rollupSeriesAnswer,
+  rollupSeriesQueries,
   seriesAnswer,
   seriesQuery,
 } from "../analytics.ts";
@@ -49,7 +53,17 @@ export function analyticsQueries(db: Db) {
     return prepared(query.rows).raw(true).all(params) as Row[];
   };
 
+  const rollups = rollupSeriesQueries(SQLITE);
   const series = db.transaction((projectId: string, filter: SessionFilter, ranges: Range[]) => {
+    if (seriesFromRollups(filter, ranges)) {
+      const { a_project, a_lo, a_hi } = rollupParams(projectId, ranges);
+      const params = { a_project, a_lo: JSON.stringify(a_lo), a_hi: JSON.stringify(a_hi) };
+      return rollupSeriesAnswer(
+        prepared(rollups.sums).all(params) as RollupSums[],
+        prepared(rollups.histogram).all(params) as { g: unknown; bucket: unknown; n: unknown; max_us: unknown }[],
+        ranges.length,
+      );
+    }
     const { where, params } = filterWhere(projectId, filter);
     return seriesAnswer(ask(seriesQuery(SQLITE, where, ranges), params), ranges.length);
   });

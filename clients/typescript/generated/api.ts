@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 85945877e1e5f1ccd87f94d40ff55af32a497b5870cc1b554bae1b3cd16ce350. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 c14e39fccb799f5dd35f7b73dd1f5b9fde6b66c7936430e558e9a2ba487fb7fa. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -423,7 +423,20 @@ export interface paths {
          *     - `duration_ms`: `p50`, `p95`, `p99` of their stats' `duration_ms`, nearest-rank: the pth
          *       percentile of n durations is the smallest duration with at least p% of them at or below
          *       it, i.e. the ceil(n·p/100)th in ascending order (always one of the durations, never an
-         *       interpolation); `null` when the bucket has no session.
+         *       interpolation); `null` when the bucket has no session. Exact, or within 2 % when the
+         *       answer's `percentiles` is `approximate` (below).
+         *
+         *     **Rollups** (docs/decisions/026-analytics-rollups.md): when no filter is given and every
+         *     bucket edge of the range (`from` and `to` included) falls on a quarter hour (:00, :15, :30,
+         *     :45 UTC; the default range always does in zones whose offset is whole quarter hours, +5:30
+         *     and +5:45 included), the points are read from per-15-minute rollups kept at write time
+         *     instead of every session: `sessions`, `failures`, `events`, `error_events`, the tokens and
+         *     `cost` are the same numbers (cost up to its last decimal, doubles added in another order),
+         *     and the percentiles come from a log-scale histogram of durations (buckets 2 % wide):
+         *     `percentiles` is then `approximate` and each percentile is the largest duration that went
+         *     into the histogram bucket holding the exact nearest-rank value v, so v ≤ answer < 1.02·v
+         *     (the answer is v exactly when that bucket holds one value). With any filter, or a `from`
+         *     or `to` between quarter hours, every matching session is read and `percentiles` is `exact`.
          *
          *     A bad query parameter is a 400 `Invalid request` whose `details` name it as `query.<name>`.
          */
@@ -1578,6 +1591,13 @@ export interface components {
             key: string | null;
         } & components["schemas"]["AnalyticsMeasures"];
         AnalyticsTimeseriesResponse: {
+            /**
+             * @description How the points' `duration_ms` percentiles were found: `exact` (nearest-rank over every
+             *     session's duration) or `approximate` (from the rollups' histogram, no filter and
+             *     quarter-hour edges: the exact value v ≤ the answer < 1.02·v; see the description).
+             * @enum {string}
+             */
+            percentiles: "exact" | "approximate";
             /** @constant */
             status: "success";
             /** @enum {string} */
@@ -2969,6 +2989,7 @@ export interface operations {
                      *       "tz": "Europe/Lisbon",
                      *       "from": "2026-03-28T00:00:00Z",
                      *       "to": "2026-03-29T23:00:00Z",
+                     *       "percentiles": "approximate",
                      *       "points": [
                      *         {
                      *           "start": "2026-03-28T00:00:00+00:00",
