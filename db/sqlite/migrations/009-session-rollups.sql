@@ -126,9 +126,11 @@ BEGIN
     completion_tokens = completion_tokens + excluded.completion_tokens, cost = cost + excluded.cost;
 END;
 
--- A session's duration (or slot) changed: out of its old bucket, into its new one.
+-- A session's duration moved it to another bucket (or it moved slot): out of the old bucket, into
+-- the new one.
 CREATE TRIGGER sessions_rollup_duration AFTER UPDATE OF project_id, init_us, duration_us ON sessions
-  WHEN OLD.project_id <> NEW.project_id OR OLD.init_us <> NEW.init_us OR OLD.duration_us <> NEW.duration_us
+  WHEN OLD.project_id <> NEW.project_id OR OLD.init_us - ((OLD.init_us % 900000000) + 900000000) % 900000000 <> NEW.init_us - ((NEW.init_us % 900000000) + 900000000) % 900000000
+    OR CASE WHEN OLD.duration_us < 1 THEN 0 ELSE 1 + CAST(floor(ln(OLD.duration_us) / ln(1.02)) AS INTEGER) END <> CASE WHEN NEW.duration_us < 1 THEN 0 ELSE 1 + CAST(floor(ln(NEW.duration_us) / ln(1.02)) AS INTEGER) END
 BEGIN
   INSERT INTO session_rollup_durations (project_id, slot_us, bucket, n, max_us)
   VALUES (OLD.project_id, OLD.init_us - ((OLD.init_us % 900000000) + 900000000) % 900000000,
@@ -138,4 +140,15 @@ BEGIN
   VALUES (NEW.project_id, NEW.init_us - ((NEW.init_us % 900000000) + 900000000) % 900000000,
     CASE WHEN NEW.duration_us < 1 THEN 0 ELSE 1 + CAST(floor(ln(NEW.duration_us) / ln(1.02)) AS INTEGER) END, 1, NEW.duration_us)
   ON CONFLICT (project_id, slot_us, bucket) DO UPDATE SET n = n + excluded.n, max_us = max(max_us, excluded.max_us);
+END;
+
+-- A duration that grew within its bucket (a running session's, on most writes of events): only the
+-- bucket's max, and only when it is passed.
+CREATE TRIGGER sessions_rollup_duration_max AFTER UPDATE OF duration_us ON sessions
+  WHEN NEW.duration_us > OLD.duration_us AND OLD.project_id = NEW.project_id AND OLD.init_us - ((OLD.init_us % 900000000) + 900000000) % 900000000 = NEW.init_us - ((NEW.init_us % 900000000) + 900000000) % 900000000
+    AND CASE WHEN OLD.duration_us < 1 THEN 0 ELSE 1 + CAST(floor(ln(OLD.duration_us) / ln(1.02)) AS INTEGER) END = CASE WHEN NEW.duration_us < 1 THEN 0 ELSE 1 + CAST(floor(ln(NEW.duration_us) / ln(1.02)) AS INTEGER) END
+BEGIN
+  UPDATE session_rollup_durations SET max_us = NEW.duration_us
+  WHERE project_id = NEW.project_id AND slot_us = NEW.init_us - ((NEW.init_us % 900000000) + 900000000) % 900000000 AND bucket = CASE WHEN NEW.duration_us < 1 THEN 0 ELSE 1 + CAST(floor(ln(NEW.duration_us) / ln(1.02)) AS INTEGER) END
+    AND max_us < NEW.duration_us;
 END;
