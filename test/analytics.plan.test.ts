@@ -8,7 +8,7 @@
 import { join } from "node:path";
 import pg from "pg";
 import t from "tap";
-import { seriesQuery } from "../db/analytics.ts";
+import { rollupParams, rollupSeriesQueries, seriesQuery } from "../db/analytics.ts";
 import { numbered, POSTGRES } from "../db/postgres/analytics.ts";
 import { conditions } from "../db/postgres/sessions.ts";
 import { openPostgresStore } from "../db/postgres/store.ts";
@@ -45,6 +45,22 @@ t.test("SQLite: the series searches sessions_analytics as a covering index, one 
       plan.join("\n"),
     );
   }
+  // The rollups (docs/decisions/026-analytics-rollups.md): WITHOUT ROWID tables, read by their key.
+  const rollups = rollupSeriesQueries(SQLITE);
+  const named = { a_project: "p", a_lo: bound.a_lo, a_hi: bound.a_hi };
+  for (const [sql, table] of [
+    [rollups.sums, "r"],
+    [rollups.histogram, "h"],
+  ] as const) {
+    const plan = db
+      .prepare<Record<string, unknown>, { detail: string }>(`EXPLAIN QUERY PLAN ${sql}`)
+      .all(named)
+      .map((row) => row.detail);
+    t.ok(
+      plan.includes(`SEARCH ${table} USING PRIMARY KEY (project_id=? AND slot_us>? AND slot_us<?)`),
+      plan.join("\n"),
+    );
+  }
   t.end();
 });
 
@@ -72,4 +88,10 @@ t.test("PostgreSQL: the series is an index-only scan of sessions_analytics", asy
     t.equal(scans.length, 1, plan.join("\n"));
     t.match(scans[0], /Index Only Scan using sessions_analytics on sessions s/, plan.join("\n"));
   }
+  // The rollups' histogram (docs/decisions/026-analytics-rollups.md): its key's index carries n and max_us.
+  const { text, params } = numbered(rollupSeriesQueries(POSTGRES).histogram, rollupParams("p", RANGES), []);
+  const plan = (await client.query<{ "QUERY PLAN": string }>(`EXPLAIN ${text}`, params)).rows.map(
+    (row) => row["QUERY PLAN"],
+  );
+  t.match(plan.join("\n"), /Index Only Scan using session_rollup_durations_pkey on session_rollup_durations h/);
 });

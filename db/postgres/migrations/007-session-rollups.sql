@@ -28,7 +28,9 @@ CREATE TABLE session_rollup_durations (
   bucket     integer NOT NULL,
   n          bigint NOT NULL DEFAULT 0,
   max_us     bigint NOT NULL DEFAULT 0,
-  PRIMARY KEY (project_id, slot_us, bucket)
+  -- n and max_us carried in the key's index, so that a series reads it only (a 30-day range is
+  -- ~75 000 rows: 290 ms fetching each from the heap, 50 ms index-only on 100 000 sessions).
+  PRIMARY KEY (project_id, slot_us, bucket) INCLUDE (n, max_us)
 );
 
 -- The histogram bucket of a duration, as SQLite's migration 009 computes it (libm's log on both).
