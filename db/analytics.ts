@@ -109,7 +109,7 @@ const ROWS = `SELECT g, pk, CASE WHEN end_state = 'Fail' THEN 1 ELSE 0 END AS fa
 
 /**
  * The columns the series reads of each session: those of the covering index sessions_analytics
- * (SQLite migration 008, PostgreSQL 006), so that it reads the index only (test/analytics.plan.test.ts).
+ * (SQLite migration 009, PostgreSQL 007), so that it reads the index only (test/analytics.plan.test.ts).
  */
 const SERIES =
   "s.init_us, s.end_state, s.event_count, s.error_count, s.prompt_tokens, s.completion_tokens, s.cost, s.duration_us";

@@ -1,7 +1,7 @@
 /**
  * The analytics queries' plans (docs/decisions/024-analytics.md, 026-analytics-rollups.md): the
- * time series reads the covering index sessions_analytics only (SQLite migration 008, PostgreSQL
- * 006), one index range per bucket, never a sessions row. Checked with EXPLAIN on both engines;
+ * time series reads the covering index sessions_analytics only (SQLite migration 009, PostgreSQL
+ * 007), one index range per bucket, never a sessions row. Checked with EXPLAIN on both engines;
  * PostgreSQL is asked with sequential and bitmap scans off, so that its choice on a nearly empty
  * table says whether an index-only scan can answer, not whether the table is small.
  */

@@ -1,6 +1,6 @@
 /**
- * The series' rollups (docs/decisions/026-analytics-rollups.md): SQLite migration 009 and
- * PostgreSQL migration 007 fill them in for the sessions already stored, so that the unfiltered
+ * The series' rollups (docs/decisions/026-analytics-rollups.md): SQLite migration 010 and
+ * PostgreSQL migration 008 fill them in for the sessions already stored, so that the unfiltered
  * series answers from them at once what the exact scan answers; writes after the migration keep
  * them.
  */
@@ -12,6 +12,7 @@ import t, { type Test } from "tap";
 import { openPostgresStore } from "../db/postgres/store.ts";
 import { openDb } from "../db/sqlite/open.ts";
 import { sqliteStore } from "../db/sqlite/store.ts";
+import { searchFunctions } from "../db/sqlite/search.ts";
 import type { Store } from "../db/store.ts";
 import { seriesFromRollups } from "../domain/analytics.ts";
 import { newSession } from "./db/records.ts";
@@ -76,9 +77,10 @@ async function answers(t: Test, store: Store, project: string) {
   );
 }
 
-t.test("SQLite: migration 009 rolls up the sessions of a version-8 file", async (t) => {
-  const path = join(tempDir(t), "v8.db");
+t.test("SQLite: migration 010 rolls up the sessions of a version-9 file", async (t) => {
+  const path = join(tempDir(t), "v9.db");
   const v8 = new Database(path);
+  searchFunctions(v8); // migration 008 indexes the events with them
   for (const name of [
     "001-create-tables",
     "002-read-api-and-cost",
@@ -87,11 +89,12 @@ t.test("SQLite: migration 009 rolls up the sessions of a version-8 file", async 
     "005-key-scopes",
     "006-retention",
     "007-session-totals",
-    "008-analytics-index",
+    "008-search",
+    "009-analytics-index",
   ]) {
     v8.exec(readFileSync(new URL(`../db/sqlite/migrations/${name}.sql`, import.meta.url), "utf8"));
   }
-  v8.pragma("user_version = 8");
+  v8.pragma("user_version = 9");
   v8.prepare("INSERT INTO projects (id, name, created_at) VALUES ('p1', 'default', '2026-01-01T00:00:00Z')").run();
   const session = v8.prepare(
     `INSERT INTO sessions (id, project_id, init_timestamp, init_us, end_timestamp, end_state, extra, event_count,
@@ -124,7 +127,7 @@ t.test("SQLite: migration 009 rolls up the sessions of a version-8 file", async 
   await answers(t, store, "p1");
 });
 
-t.test("PostgreSQL: migration 007 rolls up the sessions of a version-6 database", async (t) => {
+t.test("PostgreSQL: migration 008 rolls up the sessions of a version-7 database", async (t) => {
   const unavailable = await postgresUnavailable();
   if (unavailable && !postgresRequired()) {
     t.comment(`skipped: ${unavailable}`);
@@ -141,12 +144,13 @@ t.test("PostgreSQL: migration 007 rolls up the sessions of a version-6 database"
       "003-key-scopes.sql",
       "004-retention.sql",
       "005-session-totals.sql",
-      "006-analytics-index.sql",
+      "006-search.sql",
+      "007-analytics-index.sql",
     ]) {
       await client.query(readFileSync(new URL(`../db/postgres/migrations/${name}`, import.meta.url), "utf8"));
     }
     await client.query(
-      "CREATE TABLE agentmon_schema (version integer NOT NULL); INSERT INTO agentmon_schema VALUES (6)",
+      "CREATE TABLE agentmon_schema (version integer NOT NULL); INSERT INTO agentmon_schema VALUES (7)",
     );
     await client.query("INSERT INTO projects (id, name, created_at) VALUES ('p1', 'default', '2026-01-01T00:00:00Z')");
     for (const [id, init, end, state, events, errors, prompt, completion, cost, last] of SESSIONS) {

@@ -1,4 +1,4 @@
--- agentmon schema, version 8: the covering index of the analytics time series (issue 15;
+-- agentmon schema, version 9: the covering index of the analytics time series (issue 15;
 -- docs/decisions/024-analytics.md, 026-analytics-rollups.md). The series reads, for every
 -- session of the project started in a bucket, its end state, counts, tokens, cost and duration:
 -- with these columns in the index it reads the index only, not one wide sessions row (tags,

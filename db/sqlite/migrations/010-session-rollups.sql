@@ -1,4 +1,4 @@
--- agentmon schema, version 9: the time series' rollups (issue 15; docs/decisions/026-analytics-rollups.md).
+-- agentmon schema, version 10: the time series' rollups (issue 15; docs/decisions/026-analytics-rollups.md).
 -- Per project and 15-minute slot of the sessions' init_us (every zone's hour and day edges, +5:30
 -- and +5:45 included, fall on a slot edge), the sums the series shows, and a log-scale histogram
 -- of the sessions' duration_us. A series with no filter but its range, every range edge on a slot

@@ -1,5 +1,5 @@
--- agentmon's PostgreSQL schema, version 6: the covering index of the analytics time series (as
--- SQLite's 008; docs/decisions/024-analytics.md, 026-analytics-rollups.md): a range of init_us of
+-- agentmon's PostgreSQL schema, version 7: the covering index of the analytics time series (as
+-- SQLite's 009; docs/decisions/024-analytics.md, 026-analytics-rollups.md): a range of init_us of
 -- a project, with the series' columns carried (INCLUDE) so that an index-only scan answers it
 -- (the visibility map permitting: VACUUM keeps it so). The totals change with every write of
 -- events, so those updates cannot be HOT; they already were not (migration 005's sort indexes).

@@ -1,4 +1,4 @@
--- agentmon's PostgreSQL schema, version 7: the time series' rollups (as SQLite's 009;
+-- agentmon's PostgreSQL schema, version 8: the time series' rollups (as SQLite's 010;
 -- docs/decisions/026-analytics-rollups.md). Per project and 15-minute slot of the sessions'
 -- init_us, the sums the series shows, and a log-scale histogram of duration_us (bucket 0: 0 µs;
 -- bucket k >= 1: [1.02^(k-1), 1.02^k) µs; max_us the largest duration ever put in).
@@ -33,7 +33,7 @@ CREATE TABLE session_rollup_durations (
   PRIMARY KEY (project_id, slot_us, bucket) INCLUDE (n, max_us)
 );
 
--- The histogram bucket of a duration, as SQLite's migration 009 computes it (libm's log on both).
+-- The histogram bucket of a duration, as SQLite's migration 010 computes it (libm's log on both).
 CREATE FUNCTION agentmon_duration_bucket(d bigint) RETURNS integer LANGUAGE sql IMMUTABLE AS $$
   SELECT CASE WHEN d < 1 THEN 0 ELSE 1 + floor(ln(d::float8) / ln(1.02::float8))::int END
 $$;
