@@ -5,19 +5,22 @@
  * the same rows the same way. Placeholders are `@a_name`; the filter's own conditions (the
  * session list's, over `sessions s`) come from the adapter. Only the adapters import this file.
  *
- * Percentiles are nearest-rank: the durations of a group's rows are read (a second query over the
- * same rows, in the same snapshot), sorted, and the value at rank ceil(n·p/100) taken, as
- * domain/analytics.ts percentileRank says: the same code for both engines. (Window functions
- * computing it in SQL measured 10 times slower on SQLite than the sums.)
+ * One query per question reads its rows (a session, or an event, per group it is in); JS sums them
+ * by group and takes the percentiles, nearest-rank: each group's durations sorted and the value at
+ * rank ceil(n·p/100) taken, as domain/analytics.ts percentileRank says: the same code for both
+ * engines. (Window functions computing it in SQL measured 10 times slower on SQLite than the sums;
+ * sums in SQL and durations in a second query read every row twice.)
  */
 import {
   type Breakdown,
   type BreakdownBy,
   type BreakdownRequest,
   EMPTY,
+  fromHistogram,
   type Group,
   type Measures,
   percentileRank,
+  type Range,
   rankGroups,
   sumGroups,
 } from "../domain/analytics.ts";
@@ -44,22 +47,23 @@ export interface Dialect {
 }
 
 /**
- * A question's two queries over the same rows: the sums by group, and every row's duration (its
- * group's percentiles are taken from these in JS, the same for both engines). Placeholders are
- * @a_ names; `params` their values (arrays as arrays: the adapter encodes them).
+ * A question's one query: its rows (`Row`), summed by group and their durations ranked in JS (the
+ * same code for both engines). Placeholders are @a_ names; `params` their values (arrays as
+ * arrays: the adapter encodes them). `distinct`: a session may be several rows of one group (its
+ * events), counted once in `sessions` and `failures`.
  */
 export interface Query {
-  sums: string;
-  durations: string;
+  rows: string;
   params: Record<string, unknown>;
+  distinct: boolean;
 }
 
 /**
  * The per-session measures of the sessions in `fs`, as `m`: their totals columns, kept at write
  * time (docs/decisions/022-session-totals.md), one row per session, no event read.
  */
-const SESSION_MEASURES = `m AS (
-    SELECT fs.g, fs.pk, fs.end_state, fs.event_count AS events, fs.error_count AS errors,
+const SESSION_MEASURES = (pk = "fs.pk") => `m AS (
+    SELECT fs.g, ${pk} AS pk, fs.end_state, fs.event_count AS events, fs.error_count AS errors,
       fs.prompt_tokens AS prompt, fs.completion_tokens AS completion, fs.cost, fs.duration_us AS dur
     FROM fs
   )`;
@@ -96,25 +100,21 @@ function eventMeasures(d: Dialect, by: BreakdownBy) {
 }
 
 /**
- * The sums of `m` (rows g, pk, end_state, events, errors, prompt, completion, cost, dur) by g. A
- * session may be several rows of one group (its events): `distinct` counts it once.
+ * The rows of `m` as arrays (a row per session, or per event, of each group it is in), in the
+ * order of `Row`: JS sums them and sorts each group's durations (`aggregate`), so that a question
+ * is one scan of its rows, not one for the sums and another for the durations.
  */
-function sums(distinct: boolean) {
-  const sessions = distinct ? "count(DISTINCT pk)" : "count(*)";
-  const failures = distinct
-    ? "count(DISTINCT CASE WHEN end_state = 'Fail' THEN pk END)"
-    : "count(*) FILTER (WHERE end_state = 'Fail')";
-  return `SELECT g, ${sessions} AS sessions, ${failures} AS failures, sum(events) AS events, sum(errors) AS error_events,
-    sum(prompt) AS prompt_tokens, sum(completion) AS completion_tokens, sum(cost) AS cost
-  FROM m GROUP BY g`;
-}
+const ROWS = `SELECT g, pk, CASE WHEN end_state = 'Fail' THEN 1 ELSE 0 END AS failed, events, errors, prompt, completion,
+    cost, dur FROM m`;
 
-/** The durations of `m`'s rows that have one, with their group: the percentiles are taken from these. */
-const DURATIONS = "SELECT g, dur FROM m WHERE dur IS NOT NULL";
-
-/** The columns every filtered session row carries. */
-const SESSION =
-  "s.pk, s.init_us, s.end_state, s.event_count, s.error_count, s.prompt_tokens, s.completion_tokens, s.cost, s.duration_us";
+/**
+ * The columns the series reads of each session: those of the covering index sessions_analytics
+ * (SQLite migration 009, PostgreSQL 007), so that it reads the index only (test/analytics.plan.test.ts).
+ */
+const SERIES =
+  "s.init_us, s.end_state, s.event_count, s.error_count, s.prompt_tokens, s.completion_tokens, s.cost, s.duration_us";
+/** The columns every filtered session row of a breakdown carries. */
+const SESSION = `s.pk, ${SERIES}`;
 
 /**
  * The time series: the measures of the sessions matching `where` (over `sessions s`, the
@@ -124,13 +124,13 @@ const SESSION =
 export function seriesQuery(d: Dialect, where: string, ranges: { lo: number; hi: number }[]): Query {
   const measured = `WITH b AS (${d.ranges}),
     fs AS (
-      SELECT b.i AS g, ${SESSION} FROM ${d.inRanges(SESSION, where)}
+      SELECT b.i AS g, ${SERIES} FROM ${d.inRanges(SERIES, where)}
     ),
-    ${SESSION_MEASURES}`;
+    ${SESSION_MEASURES("NULL")}`;
   return {
-    sums: `${measured} ${sums(false)}`,
-    durations: `${measured} ${DURATIONS}`,
+    rows: `${measured} ${ROWS}`,
     params: { a_lo: ranges.map((r) => r.lo), a_hi: ranges.map((r) => r.hi) },
+    distinct: false,
   };
 }
 
@@ -147,41 +147,96 @@ function sessionGroups(d: Dialect, by: BreakdownBy) {
     fs AS (SELECT k.key AS g, s.* FROM fs0 s LEFT JOIN k ON k.pk = s.pk)`;
 }
 
-/** A breakdown: the sums of every group of `by` over the sessions matching `where`, and the rows' durations. */
+/** A breakdown: the rows of every group of `by` over the sessions matching `where`. */
 export function breakdownQuery(d: Dialect, where: string, by: BreakdownBy): Query {
   const measured =
     EVENT_KEYS[by] !== undefined
       ? `WITH fs AS (SELECT ${SESSION} FROM sessions s WHERE ${where}), ${eventMeasures(d, by)}`
-      : `WITH fs0 AS (SELECT ${SESSION} FROM sessions s WHERE ${where}), ${sessionGroups(d, by)}, ${SESSION_MEASURES}`;
-  return { sums: `${measured} ${sums(true)}`, durations: `${measured} ${DURATIONS}`, params: {} };
+      : `WITH fs0 AS (SELECT ${SESSION} FROM sessions s WHERE ${where}), ${sessionGroups(d, by)}, ${SESSION_MEASURES()}`;
+  return { rows: `${measured} ${ROWS}`, params: {}, distinct: EVENT_KEYS[by] !== undefined };
 }
 
-/** A row of the sums. */
-export interface SumRow {
-  g: unknown;
-  sessions: number;
-  failures: number;
-  events: number | null;
-  error_events: number | null;
-  prompt_tokens: number | null;
-  completion_tokens: number | null;
-  cost: number | null;
+/**
+ * A row of `ROWS` in the engines' array row mode: [g, pk, failed (1|0), events, errors, prompt,
+ * completion, cost, dur]. PostgreSQL's bigints come as strings; numbers are taken with Number().
+ */
+export type Row = unknown[];
+
+/** What a group's rows add up to, as they are read. */
+interface Sum {
+  rows: number;
+  pks: Set<unknown> | undefined;
+  failed: Set<unknown> | number;
+  events: number;
+  errors: number;
+  prompt: number;
+  completion: number;
+  /** Neumaier's compensated sum of the costs and its compensation (as SQLite's own sum()). */
+  cost: number;
+  carry: number;
+  durations: number[];
 }
 
-/** A row of the durations: [g, dur] (the engines' array row mode). */
-export type DurationRow = [unknown, number];
+const n = (value: unknown) => (value === null || value === undefined ? 0 : Number(value));
 
-/** The durations by group, each sorted ascending. */
-function byGroup(rows: DurationRow[]) {
-  const lists = new Map<unknown, number[]>();
-  for (const [g, dur] of rows) {
-    const list = lists.get(g);
-    if (list) list.push(Number(dur));
-    else lists.set(g, [Number(dur)]);
+/**
+ * The rows summed by group, with each group's durations sorted ascending. Costs are summed with
+ * compensation, so that the order the engine hands the rows in does not change the sum's last
+ * bits in practice.
+ */
+export function aggregate(rows: Row[], distinct: boolean): Map<unknown, { measures: Measures; sorted: Float64Array }> {
+  const sums = new Map<unknown, Sum>();
+  for (const [g, pk, failed, events, errors, prompt, completion, cost, dur] of rows) {
+    let sum = sums.get(g);
+    if (sum === undefined) {
+      sum = {
+        rows: 0,
+        pks: distinct ? new Set() : undefined,
+        failed: distinct ? new Set() : 0,
+        events: 0,
+        errors: 0,
+        prompt: 0,
+        completion: 0,
+        cost: 0,
+        carry: 0,
+        durations: [],
+      };
+      sums.set(g, sum);
+    }
+    sum.rows++;
+    sum.pks?.add(pk);
+    if (Number(failed) === 1) {
+      if (typeof sum.failed === "number") sum.failed++;
+      else sum.failed.add(pk);
+    }
+    sum.events += n(events);
+    sum.errors += n(errors);
+    sum.prompt += n(prompt);
+    sum.completion += n(completion);
+    const c = n(cost);
+    const t = sum.cost + c;
+    sum.carry += Math.abs(sum.cost) >= Math.abs(c) ? sum.cost - t + c : c - t + sum.cost;
+    sum.cost = t;
+    if (dur !== null && dur !== undefined) sum.durations.push(Number(dur));
   }
-  const sorted = new Map<unknown, Float64Array>();
-  for (const [g, list] of lists) sorted.set(g, Float64Array.from(list).sort());
-  return sorted;
+  const found = new Map<unknown, { measures: Measures; sorted: Float64Array }>();
+  for (const [g, sum] of sums) {
+    const sorted = Float64Array.from(sum.durations).sort();
+    found.set(g, {
+      sorted,
+      measures: {
+        sessions: sum.pks ? sum.pks.size : sum.rows,
+        failures: typeof sum.failed === "number" ? sum.failed : sum.failed.size,
+        events: sum.events,
+        error_events: sum.errors,
+        prompt_tokens: sum.prompt,
+        completion_tokens: sum.completion,
+        cost: sum.cost + sum.carry,
+        ...percentiles(sorted),
+      },
+    });
+  }
+  return found;
 }
 
 /** Nearest-rank percentiles of sorted durations (domain/analytics.ts percentileRank). */
@@ -191,22 +246,10 @@ function percentiles(sorted: Float64Array | undefined) {
   return { p50_us: at(50), p95_us: at(95), p99_us: at(99) };
 }
 
-const measures = (row: SumRow, durations: Float64Array | undefined): Measures => ({
-  sessions: Number(row.sessions),
-  failures: Number(row.failures),
-  events: Number(row.events ?? 0),
-  error_events: Number(row.error_events ?? 0),
-  prompt_tokens: Number(row.prompt_tokens ?? 0),
-  completion_tokens: Number(row.completion_tokens ?? 0),
-  cost: Number(row.cost ?? 0),
-  ...percentiles(durations),
-});
-
 /** The series' points in range order, a range without sessions as EMPTY. */
-export function seriesAnswer(rows: SumRow[], durations: DurationRow[], count: number): Measures[] {
-  const sorted = byGroup(durations);
+export function seriesAnswer(rows: Row[], count: number): Measures[] {
   const points: Measures[] = Array.from({ length: count }, () => EMPTY);
-  for (const row of rows) points[Number(row.g)] = measures(row, sorted.get(row.g));
+  for (const [g, { measures }] of aggregate(rows, false)) points[Number(g)] = measures;
   return points;
 }
 
@@ -214,19 +257,95 @@ export function seriesAnswer(rows: SumRow[], durations: DurationRow[], count: nu
  * A breakdown's answer: the groups ranked (domain/analytics.ts rankGroups), the top `limit`, and
  * `other`: the sums of the rest, with percentiles over the rest's durations together.
  */
-export function breakdownAnswer(rows: SumRow[], durations: DurationRow[], request: BreakdownRequest): Breakdown {
-  const sorted = byGroup(durations);
-  const groups = rows.map((row) => ({
-    group: { key: row.g === null ? null : String(row.g), ...measures(row, sorted.get(row.g)) } as Group,
-    g: row.g,
-  }));
-  const raw = new Map(groups.map(({ group, g }) => [group, g]));
-  const { top, rest } = rankGroups(
-    groups.map(({ group }) => group),
-    request.sort,
-    request.limit,
-  );
+export function breakdownAnswer(rows: Row[], distinct: boolean, request: BreakdownRequest): Breakdown {
+  const found = aggregate(rows, distinct);
+  const sortedOf = new Map<Group, Float64Array>();
+  const groups = [...found].map(([g, { measures, sorted }]) => {
+    const group: Group = { key: g === null ? null : String(g), ...measures };
+    sortedOf.set(group, sorted);
+    return group;
+  });
+  const { top, rest } = rankGroups(groups, request.sort, request.limit);
   if (rest.length === 0) return { items: top, other: null };
-  const together = rest.flatMap((group) => [...(sorted.get(raw.get(group)) ?? [])]);
+  const together = rest.flatMap((group) => [...(sortedOf.get(group) ?? [])]);
   return { items: top, other: { ...sumGroups(rest), ...percentiles(Float64Array.from(together).sort()) } };
+}
+
+/**
+ * The series from the rollups (docs/decisions/026-analytics-rollups.md; used when
+ * domain/analytics.ts seriesFromRollups says so): each range's slots' sums, and its histogram
+ * (the counts of each duration bucket over the range's slots, and the largest duration put in).
+ * Rows of slots or buckets that writes have emptied (n or sessions 0) add nothing.
+ */
+export function rollupSeriesQueries(d: Dialect) {
+  return {
+    sums: `WITH b AS (${d.ranges})
+      SELECT b.i AS g, sum(r.sessions) AS sessions, sum(r.failures) AS failures, sum(r.events) AS events,
+        sum(r.error_events) AS error_events, sum(r.prompt_tokens) AS prompt_tokens,
+        sum(r.completion_tokens) AS completion_tokens, sum(r.cost) AS cost
+      FROM b CROSS JOIN session_rollups r
+      WHERE r.project_id = @a_project AND r.slot_us >= b.lo AND r.slot_us < b.hi
+      GROUP BY b.i`,
+    histogram: `WITH b AS (${d.ranges})
+      SELECT b.i AS g, h.bucket, sum(h.n) AS n, max(CASE WHEN h.n > 0 THEN h.max_us END) AS max_us
+      FROM b CROSS JOIN session_rollup_durations h
+      WHERE h.project_id = @a_project AND h.slot_us >= b.lo AND h.slot_us < b.hi
+      GROUP BY b.i, h.bucket
+      ORDER BY b.i, h.bucket`,
+  };
+}
+
+/** The rollups' parameters for a series. */
+export const rollupParams = (projectId: string, ranges: readonly Range[]) => ({
+  a_project: projectId,
+  a_lo: ranges.map((r) => r.lo),
+  a_hi: ranges.map((r) => r.hi),
+});
+
+/** A rollup row of the sums (PostgreSQL's bigints as strings). */
+export interface RollupSums {
+  g: unknown;
+  sessions: unknown;
+  failures: unknown;
+  events: unknown;
+  error_events: unknown;
+  prompt_tokens: unknown;
+  completion_tokens: unknown;
+  cost: unknown;
+}
+
+/** The series' points from the rollups' rows: sums as summed, percentiles from the histogram. */
+export function rollupSeriesAnswer(
+  sums: RollupSums[],
+  histogram: { g: unknown; bucket: unknown; n: unknown; max_us: unknown }[],
+  count: number,
+): Measures[] {
+  const buckets = new Map<number, [number, number, number][]>();
+  for (const row of histogram) {
+    const n = Number(row.n);
+    if (n <= 0) continue;
+    const g = Number(row.g);
+    const list = buckets.get(g) ?? [];
+    list.push([Number(row.bucket), n, Number(row.max_us)]);
+    buckets.set(g, list);
+  }
+  const points: Measures[] = Array.from({ length: count }, () => EMPTY);
+  for (const row of sums) {
+    const g = Number(row.g);
+    if (Number(row.sessions) <= 0) continue;
+    const list = buckets.get(g) ?? [];
+    points[g] = {
+      sessions: Number(row.sessions),
+      failures: Number(row.failures),
+      events: Number(row.events),
+      error_events: Number(row.error_events),
+      prompt_tokens: Number(row.prompt_tokens),
+      completion_tokens: Number(row.completion_tokens),
+      cost: Number(row.cost),
+      p50_us: fromHistogram(list, 50),
+      p95_us: fromHistogram(list, 95),
+      p99_us: fromHistogram(list, 99),
+    };
+  }
+  return points;
 }

@@ -6,6 +6,7 @@
  * are nearest-rank; groups are ranked here, so both engines answer the same top N.
  */
 
+import type { SessionFilter } from "./types.ts";
 import { formatCost } from "./views.ts";
 
 export type Bucket = "day" | "hour";
@@ -81,6 +82,56 @@ export function nearestRank(values: readonly number[], p: number): number | null
   if (values.length === 0) return null;
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[percentileRank(sorted.length, p) - 1] ?? null;
+}
+
+// ---------------------------------------------------------------- rollups
+
+/**
+ * The time series' rollups (docs/decisions/026-analytics-rollups.md): per 15 minutes of init_us,
+ * so that every zone's hour and day edges (+5:30 and +5:45 included) are slot edges.
+ */
+export const SLOT_US = 900_000_000;
+
+/** Relative width of a histogram bucket of the rollups: bucket k >= 1 holds [1.02^(k-1), 1.02^k) µs. */
+export const HISTOGRAM_STEP = 1.02;
+
+const onSlotEdge = (us: number) => ((us % SLOT_US) + SLOT_US) % SLOT_US === 0;
+
+/** Whether a filter selects every session (no condition but the range, which the series' ranges carry). */
+function selectsAll(filter: SessionFilter): boolean {
+  return Object.values(filter).every(
+    (value) =>
+      value === undefined ||
+      (Array.isArray(value) && value.length === 0) ||
+      (typeof value === "object" && value !== null && !Array.isArray(value) && Object.keys(value).length === 0),
+  );
+}
+
+/**
+ * Whether a series is answered from the rollups: no session filter, and every range's edges on a
+ * slot edge (what a slot holds cannot be split). Its sums and counts are then the exact path's;
+ * its percentiles come from the histogram (`fromHistogram`), within 2 %.
+ */
+export function seriesFromRollups(filter: SessionFilter, ranges: readonly Range[]): boolean {
+  return selectsAll(filter) && ranges.every((r) => onSlotEdge(r.lo) && onSlotEdge(r.hi));
+}
+
+/**
+ * The nearest-rank percentile p of a histogram: `buckets` [bucket, n, max_us] in ascending bucket
+ * order; the answer is the largest duration that went into the bucket holding the value of rank
+ * ceil(n·p/100): at or above the exact value v, and below 1.02·v (both in the bucket
+ * [1.02^(k-1), 1.02^k)); exact when the bucket held one distinct value.
+ */
+export function fromHistogram(buckets: readonly (readonly [number, number, number])[], p: number): number | null {
+  const total = buckets.reduce((sum, [, n]) => sum + n, 0);
+  if (total === 0) return null;
+  const rank = percentileRank(total, p);
+  let seen = 0;
+  for (const [, n, max] of buckets) {
+    seen += n;
+    if (seen >= rank) return max;
+  }
+  return null;
 }
 
 // ---------------------------------------------------------------- time zones

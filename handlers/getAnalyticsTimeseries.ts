@@ -14,6 +14,7 @@ export const getAnalyticsTimeseries =
       tz: found.tz,
       from: isoFromMicros(found.from_us),
       to: isoFromMicros(found.to_us),
+      percentiles: found.percentiles,
       points: found.points.map((point, i) => ({
         start: isoInZone(found.starts[i] as number, found.tz),
         ...measuresView(point),

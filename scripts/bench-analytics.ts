@@ -3,7 +3,9 @@
  * scripts/bench-analytics.ts --db F` (or `--database-url postgres://...`) on a data set made by
  * scripts/dataset.ts. Runs each query through the Store (no HTTP), a few times to warm up, then
  * `--runs` times (default 20), and prints p50 and p99 in ms per query, with the rows it read:
- *   series-30d    a 30-day daily series in Europe/Lisbon ending now
+ *   series-30d    a 30-day daily series in Europe/Lisbon ending now (no filter: from the rollups,
+ *                 docs/decisions/026-analytics-rollups.md)
+ *   series-30d-exact  the same series by the exact scan (a filter keeping every session: min_duration_us 0)
  *   series-48h    a 48-hour hourly series
  *   by-<x>        a breakdown over the last 30 days, top 10 by cost, for each grouping
  *   series-30d-tag  the series with a tag filter
@@ -44,6 +46,7 @@ const month = { from_us: nowUs - 30 * 86_400_000_000, to_us: nowUs };
 
 const queries: [string, () => Promise<unknown>][] = [
   ["series-30d", () => store.analyticsSeries(p, {}, series("day"))],
+  ["series-30d-exact", () => store.analyticsSeries(p, { min_duration_us: 0 }, series("day"))],
   ["series-48h", () => store.analyticsSeries(p, {}, series("hour"))],
   ["series-30d-tag", () => store.analyticsSeries(p, { tags: ["prod"] }, series("day"))],
   ...(["model", "type", "tool", "end_state", "tag", "agent"] as const).map(

@@ -5,7 +5,7 @@
  * here too).
  */
 import type { Store } from "../db/store.ts";
-import { type Bucket, knownZone, seriesBuckets } from "../domain/analytics.ts";
+import { type Bucket, knownZone, seriesBuckets, seriesFromRollups } from "../domain/analytics.ts";
 import { type ErrorDetail, invalidParameters } from "../domain/errors.ts";
 import { parseTimestamp } from "../domain/timestamps.ts";
 import type { operations } from "../generated/api.ts";
@@ -31,7 +31,9 @@ export async function timeseries(store: Store, projectId: string, query: SeriesQ
   if (series && !series.ok) errors.push({ path: `query.${series.path}`, message: series.message });
   if (errors.length > 0 || !series?.ok) throw invalidParameters(errors);
   const points = await store.analyticsSeries(projectId, filter, series.ranges);
-  return { bucket, tz, from_us: series.from_us, to_us: series.to_us, starts: series.starts, points };
+  // The store reads the rollups by the same rule (docs/decisions/026-analytics-rollups.md).
+  const percentiles = seriesFromRollups(filter, series.ranges) ? ("approximate" as const) : ("exact" as const);
+  return { bucket, tz, from_us: series.from_us, to_us: series.to_us, starts: series.starts, percentiles, points };
 }
 
 /** GET /v2/analytics/breakdown: the top groups by the measure, and the rest as `other`. */

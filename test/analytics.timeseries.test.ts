@@ -233,6 +233,21 @@ t.test("Europe/Lisbon, autumn: a 25-hour day; nearest-rank percentiles of 21 dur
       ["2026-10-26T00:00:00+00:00", 1, 0, { p50: 250, p95: 250, p99: 250 }],
     ],
   );
+  // No filter, edges on quarter hours: from the rollups (docs/decisions/026-analytics-rollups.md),
+  // exact here as each duration is alone in its histogram bucket; a filter or an edge between
+  // quarter hours reads every session.
+  t.equal(body.percentiles, "approximate", "no filter: the rollups' histogram");
+  const filtered = await series(
+    api,
+    q({ tz: "Europe/Lisbon", from: "2026-10-24T00:00:00+01:00", to: "2026-10-27T00:00:00Z", min_duration_ms: "0" }),
+  );
+  t.equal(filtered.percentiles, "exact", "a filter: the exact scan");
+  t.strictSame(filtered.points, body.points, "the same numbers");
+  const offEdge = await series(
+    api,
+    q({ tz: "Europe/Lisbon", from: "2026-10-24T00:00:00.5+01:00", to: "2026-10-27T00:00:00Z" }),
+  );
+  t.equal(offEdge.percentiles, "exact", "from between quarter hours: the exact scan");
 });
 
 t.test("hours: America/New_York's repeated 01:00; Asia/Kolkata's days start at 18:30Z", async (t) => {

@@ -1,23 +1,26 @@
 /**
  * Analytics on PostgreSQL (docs/decisions/024-analytics.md): the queries of db/analytics.ts in
- * PostgreSQL's spelling; a question's two queries read one snapshot.
+ * PostgreSQL's spelling, each in a snapshot.
  */
 import type pg from "pg";
-import type { Breakdown, BreakdownRequest, Range } from "../../domain/analytics.ts";
+import { type Breakdown, type BreakdownRequest, type Range, seriesFromRollups } from "../../domain/analytics.ts";
 import type { SessionFilter } from "../../domain/types.ts";
 import {
   breakdownAnswer,
   breakdownQuery,
   type Dialect,
-  type DurationRow,
   type Query,
-  type SumRow,
+  type RollupSums,
+  type Row,
+  rollupParams,
+  rollupSeriesAnswer,
+  rollupSeriesQueries,
   seriesAnswer,
   seriesQuery,
 } from "../analytics.ts";
 import { conditions } from "./sessions.ts";
 
-const POSTGRES: Dialect = {
+export const POSTGRES: Dialect = {
   greatest: (a, b) => `greatest(${a}, ${b})`,
   bodyText: (column, field) => `((${column})::json ->> '${field}') COLLATE "C"`,
   tagRows: `SELECT DISTINCT s.pk, t.key COLLATE "C" AS key FROM sessions s, unnest(s.tags) AS t(key)
@@ -31,7 +34,7 @@ const POSTGRES: Dialect = {
 };
 
 /** The SQL's @a_ placeholders as $n, numbered after the filter's parameters. */
-function numbered(sql: string, named: Record<string, unknown>, filterParams: unknown[]) {
+export function numbered(sql: string, named: Record<string, unknown>, filterParams: unknown[]) {
   const params = [...filterParams];
   const numbers = new Map<string, string>();
   const text = sql.replace(/@(a_\w+)/g, (_, name: string) => {
@@ -45,20 +48,28 @@ function numbered(sql: string, named: Record<string, unknown>, filterParams: unk
   return { text, params };
 }
 
-/** Both queries of a question; run in a snapshot (REPEATABLE READ), so that they read the same rows. */
+/** A question's rows, as arrays (run in a snapshot: REPEATABLE READ). */
 async function ask(db: pg.ClientBase, query: Query, filter: { params: unknown[] }) {
-  const sums = numbered(query.sums, query.params, filter.params);
-  const durations = numbered(query.durations, query.params, filter.params);
-  return {
-    sums: (await db.query<SumRow>(sums.text, sums.params)).rows,
-    durations: (await db.query<DurationRow>({ text: durations.text, values: durations.params, rowMode: "array" })).rows,
-  };
+  const { text, params } = numbered(query.rows, query.params, filter.params);
+  return (await db.query<Row>({ text, values: params, rowMode: "array" })).rows;
 }
 
+const ROLLUPS = rollupSeriesQueries(POSTGRES);
+
 export async function analyticsSeries(db: pg.ClientBase, projectId: string, filter: SessionFilter, ranges: Range[]) {
+  if (seriesFromRollups(filter, ranges)) {
+    const named = rollupParams(projectId, ranges);
+    const sums = numbered(ROLLUPS.sums, named, []);
+    const histogram = numbered(ROLLUPS.histogram, named, []);
+    return rollupSeriesAnswer(
+      (await db.query<RollupSums>(sums.text, sums.params)).rows,
+      (await db.query<{ g: unknown; bucket: unknown; n: unknown; max_us: unknown }>(histogram.text, histogram.params))
+        .rows,
+      ranges.length,
+    );
+  }
   const found = conditions(projectId, filter, undefined);
-  const { sums, durations } = await ask(db, seriesQuery(POSTGRES, found.where.join(" AND "), ranges), found);
-  return seriesAnswer(sums, durations, ranges.length);
+  return seriesAnswer(await ask(db, seriesQuery(POSTGRES, found.where.join(" AND "), ranges), found), ranges.length);
 }
 
 export async function analyticsBreakdown(
@@ -68,6 +79,6 @@ export async function analyticsBreakdown(
   request: BreakdownRequest,
 ): Promise<Breakdown> {
   const found = conditions(projectId, filter, undefined);
-  const { sums, durations } = await ask(db, breakdownQuery(POSTGRES, found.where.join(" AND "), request.by), found);
-  return breakdownAnswer(sums, durations, request);
+  const query = breakdownQuery(POSTGRES, found.where.join(" AND "), request.by);
+  return breakdownAnswer(await ask(db, query, found), query.distinct, request);
 }

@@ -1,25 +1,28 @@
 /**
  * Analytics on SQLite (docs/decisions/024-analytics.md): the queries of db/analytics.ts in
  * SQLite's spelling, each statement prepared once per SQL text (one per combination of filters),
- * a question's two queries in one read transaction.
+ * each question in one read transaction.
  */
 import type Database from "better-sqlite3";
-import type { Breakdown, BreakdownRequest, Range } from "../../domain/analytics.ts";
+import { type Breakdown, type BreakdownRequest, type Range, seriesFromRollups } from "../../domain/analytics.ts";
 import type { SessionFilter } from "../../domain/types.ts";
 import {
   breakdownAnswer,
   breakdownQuery,
   type Dialect,
-  type DurationRow,
   type Query,
-  type SumRow,
+  type RollupSums,
+  type Row,
+  rollupParams,
+  rollupSeriesAnswer,
+  rollupSeriesQueries,
   seriesAnswer,
   seriesQuery,
 } from "../analytics.ts";
 import type { Db } from "./open.ts";
 import { filterWhere } from "./sessions.ts";
 
-const SQLITE: Dialect = {
+export const SQLITE: Dialect = {
   greatest: (a, b) => `max(${a}, ${b})`,
   bodyText: (column, field) => `CAST(json_extract(${column}, '$.${field}') AS TEXT)`,
   tagRows:
@@ -42,26 +45,32 @@ export function analyticsQueries(db: Db) {
     }
     return statement;
   };
-  /** Both queries of a question, in one read transaction (the caller's). */
+  /** A question's rows, as arrays. */
   const ask = (query: Query, filterParams: Record<string, unknown>) => {
     const params: Record<string, unknown> = { ...filterParams };
     for (const [name, value] of Object.entries(query.params))
       params[name] = Array.isArray(value) ? JSON.stringify(value) : value;
-    return {
-      sums: prepared(query.sums).all(params) as SumRow[],
-      durations: prepared(query.durations).raw(true).all(params) as DurationRow[],
-    };
+    return prepared(query.rows).raw(true).all(params) as Row[];
   };
 
+  const rollups = rollupSeriesQueries(SQLITE);
   const series = db.transaction((projectId: string, filter: SessionFilter, ranges: Range[]) => {
+    if (seriesFromRollups(filter, ranges)) {
+      const { a_project, a_lo, a_hi } = rollupParams(projectId, ranges);
+      const params = { a_project, a_lo: JSON.stringify(a_lo), a_hi: JSON.stringify(a_hi) };
+      return rollupSeriesAnswer(
+        prepared(rollups.sums).all(params) as RollupSums[],
+        prepared(rollups.histogram).all(params) as { g: unknown; bucket: unknown; n: unknown; max_us: unknown }[],
+        ranges.length,
+      );
+    }
     const { where, params } = filterWhere(projectId, filter);
-    const { sums, durations } = ask(seriesQuery(SQLITE, where, ranges), params);
-    return seriesAnswer(sums, durations, ranges.length);
+    return seriesAnswer(ask(seriesQuery(SQLITE, where, ranges), params), ranges.length);
   });
   const breakdown = db.transaction((projectId: string, filter: SessionFilter, request: BreakdownRequest): Breakdown => {
     const { where, params } = filterWhere(projectId, filter);
-    const { sums, durations } = ask(breakdownQuery(SQLITE, where, request.by), params);
-    return breakdownAnswer(sums, durations, request);
+    const query = breakdownQuery(SQLITE, where, request.by);
+    return breakdownAnswer(ask(query, params), query.distinct, request);
   });
   return { series, breakdown };
 }

@@ -18,6 +18,7 @@ import { lifecycleContract } from "./contract/lifecycle.ts";
 import { listContract } from "./contract/lists.ts";
 import { priceContract } from "./contract/prices.ts";
 import { retentionContract } from "./contract/retention.ts";
+import { rollupContract } from "./contract/rollups.ts";
 import { sessionContract } from "./contract/sessions.ts";
 import { totalsContract } from "./contract/totals.ts";
 import { traceContract } from "./contract/traces.ts";
@@ -36,4 +37,5 @@ export function storeContract(t: Test, adapter: Adapter) {
   retentionContract(t, f);
   totalsContract(t, f);
   analyticsContract(t, f);
+  rollupContract(t, f);
 }

@@ -1,0 +1,170 @@
+/**
+ * The series' rollups (docs/decisions/026-analytics-rollups.md): SQLite migration 010 and
+ * PostgreSQL migration 008 fill them in for the sessions already stored, so that the unfiltered
+ * series answers from them at once what the exact scan answers; writes after the migration keep
+ * them.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import pg from "pg";
+import t, { type Test } from "tap";
+import { openPostgresStore } from "../db/postgres/store.ts";
+import { openDb } from "../db/sqlite/open.ts";
+import { sqliteStore } from "../db/sqlite/store.ts";
+import { searchFunctions } from "../db/sqlite/search.ts";
+import type { Store } from "../db/store.ts";
+import { seriesFromRollups } from "../domain/analytics.ts";
+import { newSession } from "./db/records.ts";
+import { tempDir } from "./helper.ts";
+import { postgresRequired, postgresUnavailable, testDatabase } from "./postgres.ts";
+
+const US0 = Date.UTC(2026, 0, 1) * 1000;
+const HOUR = 3_600_000_000;
+const iso = (us: number) => new Date(us / 1000).toISOString();
+
+/** Sessions as an older schema holds them: id, init, end, state, events, errors, prompt, completion, cost, last_us. */
+const SESSIONS: [
+  string,
+  number,
+  number | null,
+  string | null,
+  number,
+  number,
+  number,
+  number,
+  number,
+  number | null,
+][] = [
+  ["a", US0 + 60_000_000, US0 + 65_000_000, "Success", 3, 1, 11, 6, 0.75, US0 + 63_000_000],
+  ["b", US0 + 120_000_000, null, null, 2, 0, 100, 50, 2, US0 + 128_000_000],
+  ["c", US0 + 900_000_000, US0 + 902_000_000, "Fail", 0, 0, 0, 0, 0, null],
+  ["d", US0 + HOUR + 5, US0 + 2 * HOUR, "Fail", 1, 1, 1, 1, 0.5, US0 + HOUR + 10],
+];
+const RANGES = [
+  { lo: US0, hi: US0 + HOUR },
+  { lo: US0 + HOUR, hi: US0 + 2 * HOUR },
+  { lo: US0 + 2 * HOUR, hi: US0 + 3 * HOUR },
+];
+
+async function answers(t: Test, store: Store, project: string) {
+  t.ok(seriesFromRollups({}, RANGES), "these ranges are answered from the rollups");
+  const got = await store.analyticsSeries(project, {}, RANGES);
+  t.strictSame(
+    got.map((m) => [m.sessions, m.failures, m.events, m.error_events, m.prompt_tokens, m.completion_tokens, m.cost]),
+    [
+      [3, 1, 5, 1, 111, 56, 2.75],
+      [1, 1, 1, 1, 1, 1, 0.5],
+      [0, 0, 0, 0, 0, 0, 0],
+    ],
+    "the rollups hold the sums of the sessions stored before",
+  );
+  // Durations: a 5 s, b 8 s (its last event), c 2 s: each alone in its bucket, so exact.
+  t.strictSame(
+    got.map((m) => [m.p50_us, m.p95_us, m.p99_us]),
+    [
+      [5_000_000, 8_000_000, 8_000_000],
+      [HOUR - 5, HOUR - 5, HOUR - 5],
+      [null, null, null],
+    ],
+  );
+  t.strictSame(got, await store.analyticsSeries(project, { min_duration_us: 0 }, RANGES), "as the exact scan");
+  await store.createSession(project, newSession("e", { init_timestamp: iso(US0 + 2 * HOUR), init_us: US0 + 2 * HOUR }));
+  t.strictSame(
+    await store.analyticsSeries(project, {}, RANGES),
+    await store.analyticsSeries(project, { min_duration_us: 0 }, RANGES),
+    "a session written after the migration counts too",
+  );
+}
+
+t.test("SQLite: migration 010 rolls up the sessions of a version-9 file", async (t) => {
+  const path = join(tempDir(t), "v9.db");
+  const v8 = new Database(path);
+  searchFunctions(v8); // migration 008 indexes the events with them
+  for (const name of [
+    "001-create-tables",
+    "002-read-api-and-cost",
+    "003-otlp-traces",
+    "004-prices",
+    "005-key-scopes",
+    "006-retention",
+    "007-session-totals",
+    "008-search",
+    "009-analytics-index",
+  ]) {
+    v8.exec(readFileSync(new URL(`../db/sqlite/migrations/${name}.sql`, import.meta.url), "utf8"));
+  }
+  v8.pragma("user_version = 9");
+  v8.prepare("INSERT INTO projects (id, name, created_at) VALUES ('p1', 'default', '2026-01-01T00:00:00Z')").run();
+  const session = v8.prepare(
+    `INSERT INTO sessions (id, project_id, init_timestamp, init_us, end_timestamp, end_state, extra, event_count,
+       error_count, prompt_tokens, completion_tokens, cost, last_us)
+     VALUES (?, 'p1', ?, ?, ?, ?, '{}', ?, ?, ?, ?, ?, ?)`,
+  );
+  for (const [id, init, end, state, events, errors, prompt, completion, cost, last] of SESSIONS) {
+    session.run(
+      id,
+      iso(init),
+      init,
+      end === null ? null : iso(end),
+      state,
+      events,
+      errors,
+      prompt,
+      completion,
+      cost,
+      last,
+    );
+  }
+  // Migration 007's triggers set duration_us of an ended session; b's from its last event.
+  v8.prepare(
+    "UPDATE sessions SET duration_us = max(0, last_us - init_us) WHERE end_timestamp IS NULL AND last_us IS NOT NULL",
+  ).run();
+  v8.close();
+
+  const store = sqliteStore(openDb(path));
+  t.teardown(() => store.close());
+  await answers(t, store, "p1");
+});
+
+t.test("PostgreSQL: migration 008 rolls up the sessions of a version-7 database", async (t) => {
+  const unavailable = await postgresUnavailable();
+  if (unavailable && !postgresRequired()) {
+    t.comment(`skipped: ${unavailable}`);
+    return;
+  }
+  const url = await testDatabase(t);
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query("DROP SCHEMA public CASCADE; CREATE SCHEMA public");
+    for (const name of [
+      "001-schema.sql",
+      "002-rate-limits.sql",
+      "003-key-scopes.sql",
+      "004-retention.sql",
+      "005-session-totals.sql",
+      "006-search.sql",
+      "007-analytics-index.sql",
+    ]) {
+      await client.query(readFileSync(new URL(`../db/postgres/migrations/${name}`, import.meta.url), "utf8"));
+    }
+    await client.query(
+      "CREATE TABLE agentmon_schema (version integer NOT NULL); INSERT INTO agentmon_schema VALUES (7)",
+    );
+    await client.query("INSERT INTO projects (id, name, created_at) VALUES ('p1', 'default', '2026-01-01T00:00:00Z')");
+    for (const [id, init, end, state, events, errors, prompt, completion, cost, last] of SESSIONS) {
+      await client.query(
+        `INSERT INTO sessions (id, project_id, init_timestamp, init_us, end_timestamp, end_state, extra, event_count,
+           error_count, prompt_tokens, completion_tokens, cost, last_us)
+         VALUES ($1, 'p1', $2, $3, $4, $5, '{}', $6, $7, $8, $9, $10, $11)`,
+        [id, iso(init), init, end === null ? null : iso(end), state, events, errors, prompt, completion, cost, last],
+      );
+    }
+  } finally {
+    await client.end();
+  }
+  const store = await openPostgresStore({ url });
+  t.teardown(() => store.close());
+  await answers(t, store, "p1");
+});
