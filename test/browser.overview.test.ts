@@ -376,8 +376,8 @@ t.test("the overview and the sessions list in headless Chromium", { skip: chromi
     t.equal(await page.inputValue('select[name="sort"]'), "cost");
     t.equal(await page.inputValue('select[name="order"]'), "asc");
 
-    // Until full-text search lands (issue 15 part 3, on its branch: decision 023 in progress), q
-    // is the list's case-insensitive filter on end_state_reason; the list shows what the API lists.
+    // Full-text search (decision 023): the list shows what the API lists for q, and under each row
+    // where it matched: the API's snippet, its highlights marked.
     await page.click("#clear-filters");
     await page.fill('input[name="q"]', "Upstream TIMEOUT");
     await page.click('#filters button[type="submit"]');
@@ -385,6 +385,17 @@ t.test("the overview and the sessions list in headless Chromium", { skip: chromi
     t.ok(searched.length > 0, "some failed sessions' reasons have the words");
     await expectRows(t, page, searched, "the search lists the API's sessions for q, in its order");
     t.match(page.url(), /q=Upstream\+TIMEOUT/, "the search is in the address");
+    const rows = (await read("/v2/sessions", { limit: 200, q: "Upstream TIMEOUT" })).sessions as any[];
+    for (const { session, match } of rows.slice(0, 5)) {
+      t.ok(match, `${session.id}: the API says where it matched`);
+      const shown = page.locator(`[data-match-for="${session.id}"]`);
+      t.equal(await shown.locator(".snippet").textContent(), match.snippet, `${session.id}: its snippet`);
+      t.strictSame(
+        await shown.locator("mark").allTextContents(),
+        (match.highlights as [number, number][]).map(([start, end]) => match.snippet.slice(start, end)),
+        `${session.id}: the matched words marked`,
+      );
+    }
     await saveScreenshot(page, "sessions-search.png");
   });
 
