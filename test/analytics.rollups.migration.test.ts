@@ -7,7 +7,6 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import pg from "pg";
 import t, { type Test } from "tap";
 import { openPostgresStore } from "../db/postgres/store.ts";
 import { openDb } from "../db/sqlite/open.ts";
@@ -17,7 +16,7 @@ import type { Store } from "../db/store.ts";
 import { seriesFromRollups } from "../domain/analytics.ts";
 import { newSession } from "./db/records.ts";
 import { tempDir } from "./helper.ts";
-import { postgresRequired, postgresUnavailable, testDatabase } from "./postgres.ts";
+import { databaseAtVersion } from "./postgres.ts";
 
 const US0 = Date.UTC(2026, 0, 1) * 1000;
 const HOUR = 3_600_000_000;
@@ -128,30 +127,7 @@ t.test("SQLite: migration 010 rolls up the sessions of a version-9 file", async 
 });
 
 t.test("PostgreSQL: migration 008 rolls up the sessions of a version-7 database", async (t) => {
-  const unavailable = await postgresUnavailable();
-  if (unavailable && !postgresRequired()) {
-    t.comment(`skipped: ${unavailable}`);
-    return;
-  }
-  const url = await testDatabase(t);
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query("DROP SCHEMA public CASCADE; CREATE SCHEMA public");
-    for (const name of [
-      "001-schema.sql",
-      "002-rate-limits.sql",
-      "003-key-scopes.sql",
-      "004-retention.sql",
-      "005-session-totals.sql",
-      "006-search.sql",
-      "007-analytics-index.sql",
-    ]) {
-      await client.query(readFileSync(new URL(`../db/postgres/migrations/${name}`, import.meta.url), "utf8"));
-    }
-    await client.query(
-      "CREATE TABLE agentmon_schema (version integer NOT NULL); INSERT INTO agentmon_schema VALUES (7)",
-    );
+  const url = await databaseAtVersion(t, 7, async (client) => {
     await client.query("INSERT INTO projects (id, name, created_at) VALUES ('p1', 'default', '2026-01-01T00:00:00Z')");
     for (const [id, init, end, state, events, errors, prompt, completion, cost, last] of SESSIONS) {
       await client.query(
@@ -161,9 +137,8 @@ t.test("PostgreSQL: migration 008 rolls up the sessions of a version-7 database"
         [id, iso(init), init, end === null ? null : iso(end), state, events, errors, prompt, completion, cost, last],
       );
     }
-  } finally {
-    await client.end();
-  }
+  });
+  if (url === undefined) return;
   const store = await openPostgresStore({ url });
   t.teardown(() => store.close());
   await answers(t, store, "p1");

@@ -6,7 +6,6 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import pg from "pg";
 import t, { type Test } from "tap";
 import { schemaVersion as postgresVersion } from "../db/postgres/migrate.ts";
 import { openPostgresStore } from "../db/postgres/store.ts";
@@ -16,7 +15,7 @@ import { sqliteStore } from "../db/sqlite/store.ts";
 import type { Store } from "../db/store.ts";
 import { hashApiKey, keyPrefix } from "../domain/keys.ts";
 import { build, tempDir } from "./helper.ts";
-import { postgresRequired, postgresUnavailable, testDatabase } from "./postgres.ts";
+import { databaseAtVersion } from "./postgres.ts";
 
 const OLD_KEY = "01d00000-0000-4000-8000-000000000000";
 const ALL = ["ingest", "read", "admin"];
@@ -58,31 +57,14 @@ t.test("SQLite: migration 005 gives a key of a version-4 file every scope", asyn
 });
 
 t.test("PostgreSQL: migration 003 gives a key of a version-2 database every scope", async (t) => {
-  const unavailable = await postgresUnavailable();
-  if (unavailable && !postgresRequired()) {
-    t.comment(`skipped: ${unavailable}`);
-    return;
-  }
-  const url = await testDatabase(t);
-  // The database as version 2 left it: an empty schema with migrations 001 and 002 only, a key made then.
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query("DROP SCHEMA public CASCADE; CREATE SCHEMA public");
-    for (const name of ["001-schema.sql", "002-rate-limits.sql"]) {
-      await client.query(readFileSync(new URL(`../db/postgres/migrations/${name}`, import.meta.url), "utf8"));
-    }
-    await client.query(
-      "CREATE TABLE agentmon_schema (version integer NOT NULL); INSERT INTO agentmon_schema VALUES (2)",
-    );
+  const url = await databaseAtVersion(t, 2, async (client) => {
     await client.query("INSERT INTO projects (id, name, created_at) VALUES ('p1', 'default', '2026-01-01T00:00:00Z')");
     await client.query(
       "INSERT INTO api_keys (id, project_id, key_hash, prefix, created_at) VALUES ('k1', 'p1', $1, $2, '2026-01-01T00:00:00Z')",
       [hashApiKey(OLD_KEY), keyPrefix(OLD_KEY)],
     );
-  } finally {
-    await client.end();
-  }
+  });
+  if (url === undefined) return;
   const store = await openPostgresStore({ url });
   t.equal(await store.ping(new Date().toISOString()), postgresVersion(), "now at the latest version");
   await keepsEveryScope(t, store);

@@ -115,3 +115,39 @@ export async function testPostgresStore(
   t.teardown(() => store.close()); // before the drop: teardowns run last first
   return Object.assign(store, { url });
 }
+
+/**
+ * A new database as schema version `version` left it (migrations 001 to `version`, and
+ * agentmon_schema saying so), filled by `fill` with rows as that version stored them, for the
+ * migration tests; undefined, after a comment, when PostgreSQL is not there and not required.
+ */
+export async function databaseAtVersion(
+  t: Teardown & { comment: (message: string) => void },
+  version: number,
+  fill: (client: pg.Client) => Promise<void>,
+): Promise<string | undefined> {
+  const unavailable = await postgresUnavailable();
+  if (unavailable && !postgresRequired()) {
+    t.comment(`skipped: ${unavailable}`);
+    return undefined;
+  }
+  const url = await testDatabase(t);
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query("DROP SCHEMA public CASCADE; CREATE SCHEMA public");
+    const folder = fromRoot("db/postgres/migrations/");
+    for (const name of readdirSync(folder)
+      .filter((n) => /^\d{3}-.*\.sql$/.test(n) && Number(n.slice(0, 3)) <= version)
+      .sort()) {
+      await client.query(readFileSync(new URL(name, folder), "utf8"));
+    }
+    await client.query(
+      `CREATE TABLE agentmon_schema (version integer NOT NULL); INSERT INTO agentmon_schema VALUES (${version})`,
+    );
+    await fill(client);
+  } finally {
+    await client.end();
+  }
+  return url;
+}

@@ -6,7 +6,6 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import pg from "pg";
 import t, { type Test } from "tap";
 import { schemaVersion as postgresVersion } from "../db/postgres/migrate.ts";
 import { openPostgresStore } from "../db/postgres/store.ts";
@@ -16,7 +15,7 @@ import { sqliteStore } from "../db/sqlite/store.ts";
 import type { Store } from "../db/store.ts";
 import { parseSearch, type SearchQuery } from "../domain/search.ts";
 import { tempDir } from "./helper.ts";
-import { postgresRequired, postgresUnavailable, testDatabase } from "./postgres.ts";
+import { databaseAtVersion } from "./postgres.ts";
 
 const US0 = 1_795_323_600_000_000;
 const BODY = JSON.stringify({
@@ -113,25 +112,7 @@ t.test("SQLite: migration 008 indexes a version-7 file's events and sessions", a
 });
 
 t.test("PostgreSQL: migration 006 indexes a version-5 database's events and sessions", async (t) => {
-  const unavailable = await postgresUnavailable();
-  if (unavailable && !postgresRequired()) {
-    t.comment(`skipped: ${unavailable}`);
-    return;
-  }
-  const url = await testDatabase(t);
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query("DROP SCHEMA public CASCADE; CREATE SCHEMA public");
-    const folder = new URL("../db/postgres/migrations/", import.meta.url);
-    for (const name of readdirSync(folder)
-      .filter((n) => /^00[1-5]-.*\.sql$/.test(n))
-      .sort()) {
-      await client.query(readFileSync(new URL(name, folder), "utf8"));
-    }
-    await client.query(
-      "CREATE TABLE agentmon_schema (version integer NOT NULL); INSERT INTO agentmon_schema VALUES (5)",
-    );
+  const url = await databaseAtVersion(t, 5, async (client) => {
     await client.query("INSERT INTO projects (id, name, created_at) VALUES ('p1', 'default', '2026-01-01T00:00:00Z')");
     for (const [, id, reason, tags] of SESSIONS) {
       await client.query(
@@ -153,9 +134,8 @@ t.test("PostgreSQL: migration 006 indexes a version-5 database's events and sess
         [session === 1 ? "older" : "newer", id, type, US0, body],
       );
     }
-  } finally {
-    await client.end();
-  }
+  });
+  if (url === undefined) return;
   const store = await openPostgresStore({ url });
   t.teardown(() => store.close());
   t.equal(await store.ping(new Date().toISOString()), postgresVersion(), "now at the latest version");

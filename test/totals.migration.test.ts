@@ -6,14 +6,13 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import pg from "pg";
 import t, { type Test } from "tap";
 import { openPostgresStore } from "../db/postgres/store.ts";
 import { openDb } from "../db/sqlite/open.ts";
 import { sqliteStore } from "../db/sqlite/store.ts";
 import type { Store } from "../db/store.ts";
 import { tempDir } from "./helper.ts";
-import { postgresRequired, postgresUnavailable, testDatabase } from "./postgres.ts";
+import { databaseAtVersion } from "./postgres.ts";
 
 const US0 = Date.UTC(2026, 0, 1) * 1000;
 const iso = (us: number) => new Date(us / 1000).toISOString();
@@ -118,22 +117,7 @@ t.test("SQLite: migration 007 counts the sessions of a version-6 file", async (t
 });
 
 t.test("PostgreSQL: migration 005 counts the sessions of a version-4 database", async (t) => {
-  const unavailable = await postgresUnavailable();
-  if (unavailable && !postgresRequired()) {
-    t.comment(`skipped: ${unavailable}`);
-    return;
-  }
-  const url = await testDatabase(t);
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query("DROP SCHEMA public CASCADE; CREATE SCHEMA public");
-    for (const name of ["001-schema.sql", "002-rate-limits.sql", "003-key-scopes.sql", "004-retention.sql"]) {
-      await client.query(readFileSync(new URL(`../db/postgres/migrations/${name}`, import.meta.url), "utf8"));
-    }
-    await client.query(
-      "CREATE TABLE agentmon_schema (version integer NOT NULL); INSERT INTO agentmon_schema VALUES (4)",
-    );
+  const url = await databaseAtVersion(t, 4, async (client) => {
     await client.query("INSERT INTO projects (id, name, created_at) VALUES ('p1', 'default', '2026-01-01T00:00:00Z')");
     for (const [id, init, end] of SESSIONS) {
       await client.query(
@@ -149,9 +133,8 @@ t.test("PostgreSQL: migration 005 counts the sessions of a version-4 database", 
         [s, id, type, iso(init), init, end === null ? null : iso(end), end, model, prompt, completion, cost],
       );
     }
-  } finally {
-    await client.end();
-  }
+  });
+  if (url === undefined) return;
   const store = await openPostgresStore({ url });
   t.teardown(() => store.close());
   await answersAsCounted(t, store, "p1");
