@@ -1,21 +1,12 @@
-/**
- * The series' rollups (docs/decisions/026-analytics-rollups.md): SQLite migration 010 and
- * PostgreSQL migration 008 fill them in for the sessions already stored, so that the unfiltered
- * series answers from them at once what the exact scan answers; writes after the migration keep
- * them.
- */
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import Database from "better-sqlite3";
 import t, { type Test } from "tap";
 import { openPostgresStore } from "../db/postgres/store.ts";
 import { openDb } from "../db/sqlite/open.ts";
-import { searchFunctions } from "../db/sqlite/search.ts";
 import { sqliteStore } from "../db/sqlite/store.ts";
 import type { Store } from "../db/store.ts";
 import { seriesFromRollups } from "../domain/analytics.ts";
 import { newSession } from "./db/records.ts";
-import { tempDir } from "./helper.ts";
+import { fileAtVersion, tempDir } from "./helper.ts";
 import { databaseAtVersion } from "./postgres.ts";
 
 const US0 = Date.UTC(2026, 0, 1) * 1000;
@@ -78,22 +69,7 @@ async function answers(t: Test, store: Store, project: string) {
 
 t.test("SQLite: migration 010 rolls up the sessions of a version-9 file", async (t) => {
   const path = join(tempDir(t), "v9.db");
-  const v8 = new Database(path);
-  searchFunctions(v8); // migration 008 indexes the events with them
-  for (const name of [
-    "001-create-tables",
-    "002-read-api-and-cost",
-    "003-otlp-traces",
-    "004-prices",
-    "005-key-scopes",
-    "006-retention",
-    "007-session-totals",
-    "008-search",
-    "009-analytics-index",
-  ]) {
-    v8.exec(readFileSync(new URL(`../db/sqlite/migrations/${name}.sql`, import.meta.url), "utf8"));
-  }
-  v8.pragma("user_version = 9");
+  const v8 = fileAtVersion(path, 9);
   v8.prepare("INSERT INTO projects (id, name, created_at) VALUES ('p1', 'default', '2026-01-01T00:00:00Z')").run();
   const session = v8.prepare(
     `INSERT INTO sessions (id, project_id, init_timestamp, init_us, end_timestamp, end_state, extra, event_count,

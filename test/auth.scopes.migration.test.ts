@@ -1,11 +1,4 @@
-/**
- * Keys with scopes (4.7): a key made before scopes existed keeps every scope, on a real SQLite
- * file of schema version 4 (migration 005) and on a PostgreSQL database of version 2 (migration
- * 003), and keeps working over HTTP as it did.
- */
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import Database from "better-sqlite3";
 import t, { type Test } from "tap";
 import { schemaVersion as postgresVersion } from "../db/postgres/migrate.ts";
 import { openPostgresStore } from "../db/postgres/store.ts";
@@ -14,7 +7,7 @@ import { openDb } from "../db/sqlite/open.ts";
 import { sqliteStore } from "../db/sqlite/store.ts";
 import type { Store } from "../db/store.ts";
 import { hashApiKey, keyPrefix } from "../domain/keys.ts";
-import { build, tempDir } from "./helper.ts";
+import { build, fileAtVersion, tempDir } from "./helper.ts";
 import { databaseAtVersion } from "./postgres.ts";
 
 const OLD_KEY = "01d00000-0000-4000-8000-000000000000";
@@ -38,12 +31,7 @@ async function keepsEveryScope(t: Test, store: Store) {
 
 t.test("SQLite: migration 005 gives a key of a version-4 file every scope", async (t) => {
   const path = join(tempDir(t), "v4.db");
-  const v4 = new Database(path);
-  v4.pragma("journal_mode = WAL");
-  for (const name of ["001-create-tables", "002-read-api-and-cost", "003-otlp-traces", "004-prices"]) {
-    v4.exec(readFileSync(new URL(`../db/sqlite/migrations/${name}.sql`, import.meta.url), "utf8"));
-  }
-  v4.pragma("user_version = 4");
+  const v4 = fileAtVersion(path, 4);
   v4.prepare("INSERT INTO projects (id, name, created_at) VALUES ('p1', 'default', '2026-01-01T00:00:00Z')").run();
   v4.prepare(
     "INSERT INTO api_keys (id, project_id, key_hash, prefix, created_at) VALUES ('k1', 'p1', ?, ?, '2026-01-01T00:00:00Z')",

@@ -5,18 +5,21 @@
  * and the assertions the test files share.
  */
 import { createHmac } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import Database from "better-sqlite3";
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from "fastify";
 import type { Test } from "tap";
 import { type AppOptions, buildApp } from "../app.ts";
 import { openDb } from "../db/sqlite/open.ts";
+import { searchFunctions } from "../db/sqlite/search.ts";
 import { sqliteStore } from "../db/sqlite/store.ts";
 import { openThreadedStore } from "../db/sqlite/thread.ts";
 import type { Store } from "../db/store.ts";
 import { hashApiKey, keyPrefix } from "../domain/keys.ts";
 import { eventView, sessionView } from "../domain/views.ts";
+import { fromRoot } from "../lib/paths.ts";
 import { testPostgresStore } from "./postgres.ts";
 
 export const API_KEY = "11111111-1111-4111-8111-111111111111";
@@ -287,4 +290,23 @@ export function tempDir(t: Teardown): string {
   const dir = mkdtempSync(join(tmpdir(), "agentmon-test-"));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   return dir;
+}
+
+/**
+ * A SQLite file as schema version `version` left it (migrations 001 to `version`, user_version
+ * saying so), for the migration tests to fill with rows as that version stored them. The search
+ * functions are registered, as openDb does: migration 008 indexes the events with them.
+ */
+export function fileAtVersion(path: string, version: number): Database.Database {
+  const db = new Database(path);
+  db.pragma("journal_mode = WAL");
+  searchFunctions(db);
+  const folder = fromRoot("db/sqlite/migrations/");
+  for (const name of readdirSync(folder)
+    .filter((n) => /^\d{3}-.*\.sql$/.test(n) && Number(n.slice(0, 3)) <= version)
+    .sort()) {
+    db.exec(readFileSync(new URL(name, folder), "utf8"));
+  }
+  db.pragma(`user_version = ${version}`);
+  return db;
 }

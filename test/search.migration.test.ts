@@ -1,11 +1,4 @@
-/**
- * Full-text search on data written before it existed: SQLite's migration 008 fills its indexes
- * from the stored events and sessions; PostgreSQL's migration 006 builds its expression indexes
- * over them. The same search finds the same rows, with the same match.
- */
-import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import Database from "better-sqlite3";
 import t, { type Test } from "tap";
 import { schemaVersion as postgresVersion } from "../db/postgres/migrate.ts";
 import { openPostgresStore } from "../db/postgres/store.ts";
@@ -14,7 +7,7 @@ import { openDb } from "../db/sqlite/open.ts";
 import { sqliteStore } from "../db/sqlite/store.ts";
 import type { Store } from "../db/store.ts";
 import { parseSearch, type SearchQuery } from "../domain/search.ts";
-import { tempDir } from "./helper.ts";
+import { fileAtVersion, tempDir } from "./helper.ts";
 import { databaseAtVersion } from "./postgres.ts";
 
 const US0 = 1_795_323_600_000_000;
@@ -78,15 +71,7 @@ async function findsOldRows(t: Test, store: Store, project: string) {
 
 t.test("SQLite: migration 008 indexes a version-7 file's events and sessions", async (t) => {
   const path = join(tempDir(t), "v7.db");
-  const v7 = new Database(path);
-  v7.pragma("journal_mode = WAL");
-  const folder = new URL("../db/sqlite/migrations/", import.meta.url);
-  for (const name of readdirSync(folder)
-    .filter((n) => /^00[1-7]-.*\.sql$/.test(n))
-    .sort()) {
-    v7.exec(readFileSync(new URL(name, folder), "utf8"));
-  }
-  v7.pragma("user_version = 7");
+  const v7 = fileAtVersion(path, 7);
   v7.prepare("INSERT INTO projects (id, name, created_at) VALUES ('p1', 'default', '2026-01-01T00:00:00Z')").run();
   for (const [pk, id, reason, tags] of SESSIONS) {
     v7.prepare(

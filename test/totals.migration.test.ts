@@ -1,17 +1,10 @@
-/**
- * Session totals (docs/decisions/022-session-totals.md): SQLite migration 007 and PostgreSQL
- * migration 005 fill the new columns and session_models in for the data already there, exactly
- * as a count of the events; the sorts and the model filter then see them.
- */
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import Database from "better-sqlite3";
 import t, { type Test } from "tap";
 import { openPostgresStore } from "../db/postgres/store.ts";
 import { openDb } from "../db/sqlite/open.ts";
 import { sqliteStore } from "../db/sqlite/store.ts";
 import type { Store } from "../db/store.ts";
-import { tempDir } from "./helper.ts";
+import { fileAtVersion, tempDir } from "./helper.ts";
 import { databaseAtVersion } from "./postgres.ts";
 
 const US0 = Date.UTC(2026, 0, 1) * 1000;
@@ -84,18 +77,7 @@ async function answersAsCounted(t: Test, store: Store, project: string) {
 
 t.test("SQLite: migration 007 counts the sessions of a version-6 file", async (t) => {
   const path = join(tempDir(t), "v6.db");
-  const v6 = new Database(path);
-  for (const name of [
-    "001-create-tables",
-    "002-read-api-and-cost",
-    "003-otlp-traces",
-    "004-prices",
-    "005-key-scopes",
-    "006-retention",
-  ]) {
-    v6.exec(readFileSync(new URL(`../db/sqlite/migrations/${name}.sql`, import.meta.url), "utf8"));
-  }
-  v6.pragma("user_version = 6");
+  const v6 = fileAtVersion(path, 6);
   v6.prepare("INSERT INTO projects (id, name, created_at) VALUES ('p1', 'default', '2026-01-01T00:00:00Z')").run();
   const session = v6.prepare(
     "INSERT INTO sessions (id, project_id, init_timestamp, init_us, end_timestamp, extra) VALUES (?, 'p1', ?, ?, ?, '{}')",
