@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 c14e39fccb799f5dd35f7b73dd1f5b9fde6b66c7936430e558e9a2ba487fb7fa. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 291cefcafea4467b5d26f4f39219ea5cd28ddee7c363c1c0be65315d8df94c70. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -326,7 +326,7 @@ export interface paths {
          *     - `end_state`: `Success`, `Fail` or `Indeterminate`, with the aliases of S5 (`failed`, `ok`, ...);
          *     - `from`, `to`: G6 timestamps bounding `init_timestamp`, `from` included, `to` excluded;
          *     - `agent_id`: the session has an agent with that id (create_agent) or an event with that `agent_id`;
-         *     - `q`: a case-insensitive substring of `end_state_reason` (an empty `q` filters nothing);
+         *     - `q`: full-text search, see the parameter (a `q` without a word filters nothing);
          *     - `conversation_id`: the conversation an OTLP trace named (T13);
          *     - `model`: the session has an llm event of this model (exact, case-sensitive);
          *     - `extra.<key>=<value>`, repeatable with different keys (`?extra.customer=acme&extra.env=prod`):
@@ -584,12 +584,13 @@ export interface paths {
          *     **Filters**: those of `listSessions`, with the same meaning, in the JSON body: `tag` (an
          *     array: the session has every tag given), `end_state` (with the aliases of S5), `from` and
          *     `to` (G6 timestamps bounding `init_timestamp`, `from` included, `to` excluded),
-         *     `agent_id`, `q`, `conversation_id`, `model`, `min_cost`, `max_cost`, `min_duration_ms`,
-         *     `max_duration_ms` (decimal strings, as in the query), `has_errors` (a boolean here), and
-         *     `extra`: the list's `extra.<key>=<value>` filters as one object (`{"extra": {"customer":
-         *     "acme"}}`; a field named `extra.customer` is an unknown field). At least one filter is
-         *     required (to delete every session of the project, give `to` as now); an unknown field is
-         *     a 400, so that a misspelt filter never widens a delete.
+         *     `agent_id`, `q` (full-text search as `listSessions` reads it; here a `q` without a word
+         *     is a 400, so that it never counts as a filter while filtering nothing), `conversation_id`,
+         *     `model`, `min_cost`, `max_cost`, `min_duration_ms`, `max_duration_ms` (decimal strings, as
+         *     in the query), `has_errors` (a boolean here), and `extra`: the list's `extra.<key>=<value>`
+         *     filters as one object (`{"extra": {"customer": "acme"}}`; a field named `extra.customer` is
+         *     an unknown field). At least one filter is required (to delete every session of the project,
+         *     give `to` as now); an unknown field is a 400, so that a misspelt filter never widens a delete.
          *
          *     **Batches.** Sessions are removed newest first in batches of at most 100 sessions or
          *     10 000 events (a bigger session is a batch of its own), each batch in one transaction
@@ -1563,6 +1564,38 @@ export interface components {
         SessionListItem: {
             session: components["schemas"]["Session"];
             stats: components["schemas"]["Stats"];
+            match?: components["schemas"]["SearchMatch"];
+        };
+        /**
+         * @description Present only when `q` was given: where the session matched. The session's own fields when
+         *     they match (`end_state_reason`, then `tags`), else its first matching event in time order;
+         *     of that document, the field where the most terms occur (the first in the order `prompt`,
+         *     `completion`, `input`, `output`, `error_type`, `code`, `details`, or `end_state_reason`,
+         *     `tags`). `snippet` is plain text, never markup: up to 160 characters of that field's text
+         *     (its strings and numbers joined by spaces, whitespace runs as one space) around the first
+         *     occurrence, with `…` where it was cut. `highlights` are the `[start, end)` offsets in
+         *     `snippet`, in UTF-16 code units (JavaScript string indexes), of each occurrence of a term
+         *     in it, in order and not overlapping; a client marks them up itself (escape the text
+         *     between them). They may be empty when the term lies past the snippet's reach.
+         * @example {
+         *       "field": "completion",
+         *       "event_id": "3b9c2f1e-0d5a-4c3e-9a43-6f1d2c7e8b10",
+         *       "snippet": "…the upstream search API answered with a timeout after 30 s, retrying once",
+         *       "highlights": [
+         *         [
+         *           43,
+         *           50
+         *         ]
+         *       ]
+         *     }
+         */
+        SearchMatch: {
+            /** @enum {string} */
+            field: "prompt" | "completion" | "input" | "output" | "error_type" | "code" | "details" | "end_state_reason" | "tags";
+            /** @description The matching event's id; null when the session's own field matched. */
+            event_id: string | null;
+            snippet: string;
+            highlights: number[][];
         };
         /** @description Pass it as `cursor` for the next page; `null` on the last page. */
         NextCursor: string | null;
@@ -1801,7 +1834,7 @@ export interface components {
             to?: string;
             /** @description Sessions with an agent of this id, registered or named by an event's `agent_id`. */
             agent_id?: string;
-            /** @description A case-insensitive substring of `end_state_reason`. */
+            /** @description Full-text search, as the `q` parameter of `listSessions` (it must hold a word). */
             q?: string;
             /** @description Sessions of this conversation (T13). */
             conversation_id?: string;
@@ -2281,7 +2314,31 @@ export interface components {
          */
         FilterAgentId: string;
         /**
-         * @description A case-insensitive substring of `end_state_reason`.
+         * @description **Full-text search.** Sessions where every term of `q` occurs in one document: one of the
+         *     session's events, or the session's own fields. What is searched:
+         *     - of each event, the string and number values (not the keys, nor `role` members) of
+         *       `prompt` and `completion` (a plain string or the SDK's message array), `input` and
+         *       `output` (a tool's, also when sent as `params`/`returns`, and from OTLP spans),
+         *       `error_type`, `code` and `details`: the fields the read API shows under those names,
+         *       whether they came from the v2 API, update_events, OTLP spans or an import;
+         *     - of the session, `end_state_reason` and `tags`;
+         *     - at most the first 200 000 characters of each document.
+         *
+         *     **Syntax.** Words are runs of letters and digits; every other character separates words
+         *     and has no other meaning (`-`, `*` inside a word, parentheses, `AND`, `OR`, `NOT`,
+         *     `NEAR` are plain characters or words), so any `q` is valid. All words must match (AND),
+         *     ignoring case and accents (`ecole` finds `École`; letters without a decomposition such
+         *     as `ø`, `ß`, `æ` match only themselves). A word directly followed by `*`, and the last
+         *     word outside quotes, match as prefixes (`time` finds `timeout`); text in double quotes
+         *     is a phrase: its words adjacent and in that order, each whole (`"time"` finds `time`
+         *     only); an unclosed quote runs to the end. A `q` without any word (empty, or only
+         *     punctuation) filters nothing.
+         *
+         *     **Results** are the list's rows in the list's order (newest first; there is no ranking by
+         *     relevance), each with `match`: where it matched, with a snippet. The same `q` means the
+         *     same in `exportSessions` and in `deleteSessions`' body. The index changes in the
+         *     transaction of the write that changes what it indexes: an event is searchable as soon as
+         *     the call that sent it is answered, and a deleted one is gone as soon as its delete is.
          * @example timeout
          */
         FilterQ: string;
@@ -2775,7 +2832,31 @@ export interface operations {
                  */
                 agent_id?: components["parameters"]["FilterAgentId"];
                 /**
-                 * @description A case-insensitive substring of `end_state_reason`.
+                 * @description **Full-text search.** Sessions where every term of `q` occurs in one document: one of the
+                 *     session's events, or the session's own fields. What is searched:
+                 *     - of each event, the string and number values (not the keys, nor `role` members) of
+                 *       `prompt` and `completion` (a plain string or the SDK's message array), `input` and
+                 *       `output` (a tool's, also when sent as `params`/`returns`, and from OTLP spans),
+                 *       `error_type`, `code` and `details`: the fields the read API shows under those names,
+                 *       whether they came from the v2 API, update_events, OTLP spans or an import;
+                 *     - of the session, `end_state_reason` and `tags`;
+                 *     - at most the first 200 000 characters of each document.
+                 *
+                 *     **Syntax.** Words are runs of letters and digits; every other character separates words
+                 *     and has no other meaning (`-`, `*` inside a word, parentheses, `AND`, `OR`, `NOT`,
+                 *     `NEAR` are plain characters or words), so any `q` is valid. All words must match (AND),
+                 *     ignoring case and accents (`ecole` finds `École`; letters without a decomposition such
+                 *     as `ø`, `ß`, `æ` match only themselves). A word directly followed by `*`, and the last
+                 *     word outside quotes, match as prefixes (`time` finds `timeout`); text in double quotes
+                 *     is a phrase: its words adjacent and in that order, each whole (`"time"` finds `time`
+                 *     only); an unclosed quote runs to the end. A `q` without any word (empty, or only
+                 *     punctuation) filters nothing.
+                 *
+                 *     **Results** are the list's rows in the list's order (newest first; there is no ranking by
+                 *     relevance), each with `match`: where it matched, with a snippet. The same `q` means the
+                 *     same in `exportSessions` and in `deleteSessions`' body. The index changes in the
+                 *     transaction of the write that changes what it indexes: an event is searchable as soon as
+                 *     the call that sent it is answered, and a deleted one is gone as soon as its delete is.
                  * @example timeout
                  */
                 q?: components["parameters"]["FilterQ"];
@@ -2933,7 +3014,31 @@ export interface operations {
                  */
                 agent_id?: components["parameters"]["FilterAgentId"];
                 /**
-                 * @description A case-insensitive substring of `end_state_reason`.
+                 * @description **Full-text search.** Sessions where every term of `q` occurs in one document: one of the
+                 *     session's events, or the session's own fields. What is searched:
+                 *     - of each event, the string and number values (not the keys, nor `role` members) of
+                 *       `prompt` and `completion` (a plain string or the SDK's message array), `input` and
+                 *       `output` (a tool's, also when sent as `params`/`returns`, and from OTLP spans),
+                 *       `error_type`, `code` and `details`: the fields the read API shows under those names,
+                 *       whether they came from the v2 API, update_events, OTLP spans or an import;
+                 *     - of the session, `end_state_reason` and `tags`;
+                 *     - at most the first 200 000 characters of each document.
+                 *
+                 *     **Syntax.** Words are runs of letters and digits; every other character separates words
+                 *     and has no other meaning (`-`, `*` inside a word, parentheses, `AND`, `OR`, `NOT`,
+                 *     `NEAR` are plain characters or words), so any `q` is valid. All words must match (AND),
+                 *     ignoring case and accents (`ecole` finds `École`; letters without a decomposition such
+                 *     as `ø`, `ß`, `æ` match only themselves). A word directly followed by `*`, and the last
+                 *     word outside quotes, match as prefixes (`time` finds `timeout`); text in double quotes
+                 *     is a phrase: its words adjacent and in that order, each whole (`"time"` finds `time`
+                 *     only); an unclosed quote runs to the end. A `q` without any word (empty, or only
+                 *     punctuation) filters nothing.
+                 *
+                 *     **Results** are the list's rows in the list's order (newest first; there is no ranking by
+                 *     relevance), each with `match`: where it matched, with a snippet. The same `q` means the
+                 *     same in `exportSessions` and in `deleteSessions`' body. The index changes in the
+                 *     transaction of the write that changes what it indexes: an event is searchable as soon as
+                 *     the call that sent it is answered, and a deleted one is gone as soon as its delete is.
                  * @example timeout
                  */
                 q?: components["parameters"]["FilterQ"];
@@ -3076,7 +3181,31 @@ export interface operations {
                  */
                 agent_id?: components["parameters"]["FilterAgentId"];
                 /**
-                 * @description A case-insensitive substring of `end_state_reason`.
+                 * @description **Full-text search.** Sessions where every term of `q` occurs in one document: one of the
+                 *     session's events, or the session's own fields. What is searched:
+                 *     - of each event, the string and number values (not the keys, nor `role` members) of
+                 *       `prompt` and `completion` (a plain string or the SDK's message array), `input` and
+                 *       `output` (a tool's, also when sent as `params`/`returns`, and from OTLP spans),
+                 *       `error_type`, `code` and `details`: the fields the read API shows under those names,
+                 *       whether they came from the v2 API, update_events, OTLP spans or an import;
+                 *     - of the session, `end_state_reason` and `tags`;
+                 *     - at most the first 200 000 characters of each document.
+                 *
+                 *     **Syntax.** Words are runs of letters and digits; every other character separates words
+                 *     and has no other meaning (`-`, `*` inside a word, parentheses, `AND`, `OR`, `NOT`,
+                 *     `NEAR` are plain characters or words), so any `q` is valid. All words must match (AND),
+                 *     ignoring case and accents (`ecole` finds `École`; letters without a decomposition such
+                 *     as `ø`, `ß`, `æ` match only themselves). A word directly followed by `*`, and the last
+                 *     word outside quotes, match as prefixes (`time` finds `timeout`); text in double quotes
+                 *     is a phrase: its words adjacent and in that order, each whole (`"time"` finds `time`
+                 *     only); an unclosed quote runs to the end. A `q` without any word (empty, or only
+                 *     punctuation) filters nothing.
+                 *
+                 *     **Results** are the list's rows in the list's order (newest first; there is no ranking by
+                 *     relevance), each with `match`: where it matched, with a snippet. The same `q` means the
+                 *     same in `exportSessions` and in `deleteSessions`' body. The index changes in the
+                 *     transaction of the write that changes what it indexes: an event is searchable as soon as
+                 *     the call that sent it is answered, and a deleted one is gone as soon as its delete is.
                  * @example timeout
                  */
                 q?: components["parameters"]["FilterQ"];
@@ -3188,7 +3317,31 @@ export interface operations {
                  */
                 agent_id?: components["parameters"]["FilterAgentId"];
                 /**
-                 * @description A case-insensitive substring of `end_state_reason`.
+                 * @description **Full-text search.** Sessions where every term of `q` occurs in one document: one of the
+                 *     session's events, or the session's own fields. What is searched:
+                 *     - of each event, the string and number values (not the keys, nor `role` members) of
+                 *       `prompt` and `completion` (a plain string or the SDK's message array), `input` and
+                 *       `output` (a tool's, also when sent as `params`/`returns`, and from OTLP spans),
+                 *       `error_type`, `code` and `details`: the fields the read API shows under those names,
+                 *       whether they came from the v2 API, update_events, OTLP spans or an import;
+                 *     - of the session, `end_state_reason` and `tags`;
+                 *     - at most the first 200 000 characters of each document.
+                 *
+                 *     **Syntax.** Words are runs of letters and digits; every other character separates words
+                 *     and has no other meaning (`-`, `*` inside a word, parentheses, `AND`, `OR`, `NOT`,
+                 *     `NEAR` are plain characters or words), so any `q` is valid. All words must match (AND),
+                 *     ignoring case and accents (`ecole` finds `École`; letters without a decomposition such
+                 *     as `ø`, `ß`, `æ` match only themselves). A word directly followed by `*`, and the last
+                 *     word outside quotes, match as prefixes (`time` finds `timeout`); text in double quotes
+                 *     is a phrase: its words adjacent and in that order, each whole (`"time"` finds `time`
+                 *     only); an unclosed quote runs to the end. A `q` without any word (empty, or only
+                 *     punctuation) filters nothing.
+                 *
+                 *     **Results** are the list's rows in the list's order (newest first; there is no ranking by
+                 *     relevance), each with `match`: where it matched, with a snippet. The same `q` means the
+                 *     same in `exportSessions` and in `deleteSessions`' body. The index changes in the
+                 *     transaction of the write that changes what it indexes: an event is searchable as soon as
+                 *     the call that sent it is answered, and a deleted one is gone as soon as its delete is.
                  * @example timeout
                  */
                 q?: components["parameters"]["FilterQ"];

@@ -2,6 +2,8 @@
  * Full-text search on SQLite (migration 008, docs/decisions/023-search.md): `q` as an FTS5 query,
  * and the match of each listed session, its snippet computed from the stored row.
  */
+
+import type Database from "better-sqlite3";
 import {
   distinctWords,
   eventFields,
@@ -19,7 +21,9 @@ import {
 } from "../../domain/search.ts";
 import type { EventRecord } from "../../domain/types.ts";
 import { parse } from "../rows.ts";
-import type { Db } from "./open.ts";
+
+/** A connection (open.ts's Db; not imported from it, since open.ts registers searchFunctions). */
+type Db = Database.Database;
 
 const quoted = (words: string[], prefix: boolean) => `"${words.map(fold).join(" ")}"${prefix ? "*" : ""}`;
 
