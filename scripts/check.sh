@@ -50,6 +50,7 @@ trap 'rm -f "${logs[@]}"' EXIT
 total_passed=0
 total_failed=0
 final=0
+failures=""
 
 # run NAME [ENV=VALUE...] -- TAP ARGS...: one tap run, its assertion counts added to the totals.
 run() {
@@ -76,6 +77,9 @@ run() {
   failed=${failed:-0}
   if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
   echo "== ${name}: ${passed} passed, ${failed} failed, in $((SECONDS - start)) s"
+  if [ "$failed" -ne 0 ]; then
+    failures+="-- ${name}:"$'\n'"$(grep -nE -A12 '^[[:space:]]*not ok ' "$log" | head -n 150)"$'\n'
+  fi
   total_passed=$((total_passed + passed))
   total_failed=$((total_failed + failed))
   if [ "$status" -ne 0 ]; then final=$status; fi
@@ -91,5 +95,11 @@ else
   echo "== the PostgreSQL leg was skipped: ${why}"
 fi
 
+# What failed, again at the end, so that a log cut to its last lines still says which test it was.
+if [ "$total_failed" -ne 0 ]; then
+  echo "== what failed (the 'not ok' lines of each run and what tap said of them, innermost first;"
+  echo "   a file that failed without a failing assertion, e.g. a timeout or a crash, shows only its own line)"
+  printf '%s' "$failures"
+fi
 echo "${total_passed} passed, ${total_failed} failed"
 exit "$final"
