@@ -18,6 +18,7 @@ import {
   EMPTY,
   fromHistogram,
   type Group,
+  histogramBucket,
   type Measures,
   percentileRank,
   type Range,
@@ -348,4 +349,131 @@ export function rollupSeriesAnswer(
     };
   }
   return points;
+}
+
+/**
+ * A breakdown from the event rollups (SQLite migration 011, docs/decisions/027-event-rollups.md),
+ * for one range of one level: the sums per key, and the histogram per key. Keys are stored as ''
+ * (no key) or '=' and the key.
+ */
+export const EVENT_ROLLUPS = {
+  sums: `SELECT key, sum(sessions) AS sessions, sum(failures) AS failures, sum(events) AS events,
+      sum(error_events) AS error_events, sum(prompt_tokens) AS prompt_tokens,
+      sum(completion_tokens) AS completion_tokens, sum(cost) AS cost
+    FROM event_rollups
+    WHERE project_id = @project AND dim = @dim AND level = @level AND slot_us >= @lo AND slot_us < @hi
+    GROUP BY key`,
+  histogram: `SELECT key, bucket, sum(n) AS n, max(CASE WHEN n > 0 THEN max_us END) AS max_us
+    FROM event_rollup_durations
+    WHERE project_id = @project AND dim = @dim AND level = @level AND slot_us >= @lo AND slot_us < @hi
+    GROUP BY key, bucket`,
+};
+
+/** A row of EVENT_ROLLUPS.sums. */
+export interface KeySums extends Omit<RollupSums, "g"> {
+  key: unknown;
+}
+
+/** A row of EVENT_ROLLUPS.histogram. */
+export interface KeyBuckets {
+  key: unknown;
+  bucket: unknown;
+  n: unknown;
+  max_us: unknown;
+}
+
+/** A group's sums and its histogram: bucket -> [n, max_us]. */
+interface Merged {
+  measures: Measures;
+  histogram: Map<number, [number, number]>;
+}
+
+/** Counts `count` durations, the largest `max`, into a histogram's bucket. */
+function addTo(h: Map<number, [number, number]>, bucket: number, count: number, max: number) {
+  const at = h.get(bucket);
+  if (at === undefined) h.set(bucket, [count, max]);
+  else {
+    at[0] += count;
+    if (max > at[1]) at[1] = max;
+  }
+}
+
+const stored = (key: unknown) => (key === "" ? null : String(key).slice(1));
+
+const percentilesOf = (histogram: Map<number, [number, number]>) => {
+  const buckets = [...histogram]
+    .filter(([, [n]]) => n > 0)
+    .sort((a, b) => a[0] - b[0])
+    .map(([bucket, [n, max]]) => [bucket, n, max] as const);
+  return { p50_us: fromHistogram(buckets, 50), p95_us: fromHistogram(buckets, 95), p99_us: fromHistogram(buckets, 99) };
+};
+
+/**
+ * A breakdown's answer from the rollups' rows of its whole hours and days and the exact rows of
+ * its partial hours (`breakdownQuery` rows): the sums added (the parts hold different sessions),
+ * the exact durations put in the histogram, percentiles from it (domain/analytics.ts
+ * fromHistogram), ranked and cut as breakdownAnswer does.
+ */
+export function rollupBreakdownAnswer(
+  sums: readonly KeySums[],
+  histogram: readonly KeyBuckets[],
+  exact: Row[],
+  request: BreakdownRequest,
+): Breakdown {
+  const groups = new Map<string | null, Merged>();
+  const groupOf = (key: string | null) => {
+    let group = groups.get(key);
+    if (group === undefined) {
+      group = { measures: { ...EMPTY }, histogram: new Map() };
+      groups.set(key, group);
+    }
+    return group;
+  };
+  const add = (key: string | null, m: Omit<Measures, "p50_us" | "p95_us" | "p99_us">) => {
+    const into = groupOf(key).measures;
+    into.sessions += m.sessions;
+    into.failures += m.failures;
+    into.events += m.events;
+    into.error_events += m.error_events;
+    into.prompt_tokens += m.prompt_tokens;
+    into.completion_tokens += m.completion_tokens;
+    into.cost += m.cost;
+  };
+  const put = (key: string | null, bucket: number, count: number, max: number) =>
+    addTo(groupOf(key).histogram, bucket, count, max);
+  for (const row of sums) {
+    add(stored(row.key), {
+      sessions: n(row.sessions),
+      failures: n(row.failures),
+      events: n(row.events),
+      error_events: n(row.error_events),
+      prompt_tokens: n(row.prompt_tokens),
+      completion_tokens: n(row.completion_tokens),
+      cost: n(row.cost),
+    });
+  }
+  for (const row of histogram) {
+    if (n(row.n) > 0) put(stored(row.key), n(row.bucket), n(row.n), n(row.max_us));
+  }
+  for (const [g, { measures, sorted }] of aggregate(exact, true)) {
+    const key = g === null ? null : String(g);
+    add(key, measures);
+    for (const us of sorted) put(key, histogramBucket(us), 1, us);
+  }
+  const histogramOf = new Map<Group, Map<number, [number, number]>>();
+  const found: Group[] = [];
+  for (const [key, { measures, histogram: h }] of groups) {
+    // A group every event of which was taken out again (deleted sessions) is no group.
+    if (measures.sessions <= 0) continue;
+    const group: Group = { key, ...measures, ...percentilesOf(h) };
+    histogramOf.set(group, h);
+    found.push(group);
+  }
+  const { top, rest } = rankGroups(found, request.sort, request.limit);
+  if (rest.length === 0) return { items: top, other: null, percentiles: "approximate" };
+  const together = new Map<number, [number, number]>();
+  for (const group of rest) {
+    for (const [bucket, [count, max]] of histogramOf.get(group) ?? []) addTo(together, bucket, count, max);
+  }
+  return { items: top, other: { ...sumGroups(rest), ...percentilesOf(together) }, percentiles: "approximate" };
 }

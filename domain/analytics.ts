@@ -40,10 +40,14 @@ export interface BreakdownRequest {
   limit: number;
 }
 
-/** What storage answers a breakdown: the top groups, ranked, and the rest together (null: none). */
+/**
+ * What storage answers a breakdown: the top groups, ranked, and the rest together (null: none);
+ * `percentiles` "approximate" when they came from a rollup's histogram (exact when absent).
+ */
 export interface Breakdown {
   items: Group[];
   other: Measures | null;
+  percentiles?: "exact" | "approximate";
 }
 
 /** What the buckets of one time series count: [lo, hi) instants in microseconds, in order. */
@@ -115,6 +119,56 @@ function selectsAll(filter: SessionFilter): boolean {
 export function seriesFromRollups(filter: SessionFilter, ranges: readonly Range[]): boolean {
   return selectsAll(filter) && ranges.every((r) => onSlotEdge(r.lo) && onSlotEdge(r.hi));
 }
+
+const HOUR_US = 3_600_000_000;
+const DAY_US = 86_400_000_000;
+const floorTo = (us: number, width: number) => us - (((us % width) + width) % width);
+const ceilTo = (us: number, width: number) => floorTo(us + width - 1, width);
+
+/** How a breakdown's range is read from the event rollups (docs/decisions/027-event-rollups.md). */
+export interface RollupPlan {
+  /** Read exactly, from the events: the range's partial UTC hours at either end. */
+  exact: Range[];
+  /** Read from the per-hour rollups (level 0). */
+  hours: Range[];
+  /** Read from the per-day rollups (level 1): the whole UTC days inside. */
+  days: Range[];
+}
+
+/**
+ * Whether and how a breakdown is answered from the event rollups: groupings of events (model,
+ * type, tool), no session filter but the range, and at least one whole UTC hour inside it. The
+ * partial hours at its ends are read exactly; whole days from the daily rollups, the other whole
+ * hours from the hourly ones. Sums and counts are the exact answer's; percentiles come from the
+ * histogram (with the exactly read durations put in it), within 2 %.
+ */
+export function breakdownRollupPlan(filter: SessionFilter, by: BreakdownBy): RollupPlan | undefined {
+  if (by !== "model" && by !== "type" && by !== "tool") return undefined;
+  const { from_us, to_us, ...rest } = filter;
+  if (from_us === undefined || to_us === undefined || !selectsAll(rest)) return undefined;
+  const h1 = ceilTo(from_us, HOUR_US);
+  const h2 = floorTo(to_us, HOUR_US);
+  if (h1 >= h2) return undefined;
+  const nonEmpty = (ranges: Range[]) => ranges.filter((r) => r.lo < r.hi);
+  const exact = nonEmpty([
+    { lo: from_us, hi: h1 },
+    { lo: h2, hi: to_us },
+  ]);
+  const d1 = ceilTo(h1, DAY_US);
+  const d2 = floorTo(h2, DAY_US);
+  if (d1 >= d2) return { exact, hours: [{ lo: h1, hi: h2 }], days: [] };
+  return {
+    exact,
+    hours: nonEmpty([
+      { lo: h1, hi: d1 },
+      { lo: d2, hi: h2 },
+    ]),
+    days: [{ lo: d1, hi: d2 }],
+  };
+}
+
+/** The histogram bucket of a duration (migration 010's SQL, in JS): 0 for 0 µs, else 1 + floor(log_1.02(d)). */
+export const histogramBucket = (us: number) => (us < 1 ? 0 : 1 + Math.floor(Math.log(us) / Math.log(HISTOGRAM_STEP)));
 
 /**
  * The nearest-rank percentile p of a histogram: `buckets` [bucket, n, max_us] in ascending bucket

@@ -13,6 +13,7 @@ export const getAnalyticsBreakdown =
       by: found.by,
       from: isoFromMicros(found.from_us),
       to: isoFromMicros(found.to_us),
+      percentiles: found.percentiles,
       items: found.items.map((group) => ({ key: group.key, ...measuresView(group) })),
       other: found.other === null ? null : measuresView(found.other),
     };

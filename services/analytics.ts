@@ -45,6 +45,10 @@ export async function breakdown(store: Store, projectId: string, query: Breakdow
   const from_us = instant(from) ?? to_us - DEFAULT_SPAN_US;
   if (to_us <= from_us) errors.push({ path: "query.to", message: "must be after from" });
   if (errors.length > 0) throw invalidParameters(errors);
-  const found = await store.analyticsBreakdown(projectId, { ...filter, from_us, to_us }, { by, sort, limit });
-  return { by, from_us, to_us, ...found };
+  const { percentiles = "exact", ...found } = await store.analyticsBreakdown(
+    projectId,
+    { ...filter, from_us, to_us },
+    { by, sort, limit },
+  );
+  return { by, from_us, to_us, percentiles, ...found };
 }

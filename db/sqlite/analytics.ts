@@ -4,15 +4,25 @@
  * each question in one read transaction.
  */
 import type Database from "better-sqlite3";
-import { type Breakdown, type BreakdownRequest, type Range, seriesFromRollups } from "../../domain/analytics.ts";
+import {
+  type Breakdown,
+  type BreakdownRequest,
+  breakdownRollupPlan,
+  type Range,
+  seriesFromRollups,
+} from "../../domain/analytics.ts";
 import type { SessionFilter } from "../../domain/types.ts";
 import {
   breakdownAnswer,
   breakdownQuery,
   type Dialect,
+  EVENT_ROLLUPS,
+  type KeyBuckets,
+  type KeySums,
   type Query,
   type RollupSums,
   type Row,
+  rollupBreakdownAnswer,
   rollupParams,
   rollupSeriesAnswer,
   rollupSeriesQueries,
@@ -68,6 +78,24 @@ export function analyticsQueries(db: Db) {
     return seriesAnswer(ask(seriesQuery(SQLITE, where, ranges), params), ranges.length);
   });
   const breakdown = db.transaction((projectId: string, filter: SessionFilter, request: BreakdownRequest): Breakdown => {
+    const plan = breakdownRollupPlan(filter, request.by);
+    if (plan) {
+      // Whole days and hours from the rollups; the partial hours at the ends exactly.
+      const sums: KeySums[] = [];
+      const histogram: KeyBuckets[] = [];
+      const read = (level: number) => (range: Range) => {
+        const params = { project: projectId, dim: request.by, level, lo: range.lo, hi: range.hi };
+        sums.push(...(prepared(EVENT_ROLLUPS.sums).all(params) as KeySums[]));
+        histogram.push(...(prepared(EVENT_ROLLUPS.histogram).all(params) as KeyBuckets[]));
+      };
+      plan.days.forEach(read(1));
+      plan.hours.forEach(read(0));
+      const exact = plan.exact.flatMap((range) => {
+        const { where, params } = filterWhere(projectId, { ...filter, from_us: range.lo, to_us: range.hi });
+        return ask(breakdownQuery(SQLITE, where, request.by), params);
+      });
+      return rollupBreakdownAnswer(sums, histogram, exact, request);
+    }
     const { where, params } = filterWhere(projectId, filter);
     const query = breakdownQuery(SQLITE, where, request.by);
     return breakdownAnswer(ask(query, params), query.distinct, request);

@@ -97,7 +97,7 @@ export function eventStatements(db: Db, totals: TotalsStatements, search: Search
         else if (at !== last + 1) contiguous = false;
         last = at;
       });
-      totals.add(pk, added);
+      totals.add(pk, added, first, last);
       // The words go with the pks lo..hi in order; rows always take the next pk, but should they
       // not, the index reads the stored bodies instead.
       if (first !== 0) search(first, last, words && contiguous ? JSON.stringify(addedWords) : null);
@@ -113,6 +113,7 @@ export function eventStatements(db: Db, totals: TotalsStatements, search: Search
       const unknown = patches.map(({ id }, index) => ({ index, id })).filter(({ id }) => !events.has(id));
       if (unknown.length > 0) return { status: "unknown", unknown };
       for (const patch of patches) events.set(patch.id, apply(events.get(patch.id) as EventRecord, patch));
+      totals.changing(pk);
       for (const event of events.values()) q.update.run(eventParams(pk, event));
       totals.recount(pk);
       return { status: "updated", updated: events.size };

@@ -25,6 +25,7 @@ import {
   sessionRecord,
   takeBatch,
 } from "../rows.ts";
+import { type EventRollupStatements, eventRollupStatements } from "./event-rollups.ts";
 import type { Db } from "./open.ts";
 import { searchCondition, searchMatches, searchParams, searchWalk, WALKED_SESSIONS } from "./search.ts";
 
@@ -204,6 +205,7 @@ export class SessionTable {
   readonly #q: ReturnType<typeof prepare>;
   readonly #match: ReturnType<typeof searchMatches>;
   readonly #walk: ReturnType<typeof searchWalk>;
+  readonly #rollups: EventRollupStatements;
   readonly #lists = new Map<string, Database.Statement<Record<string, unknown>, SessionRow>>();
   readonly #picks = new Map<string, Database.Statement<Record<string, unknown>, Picked>>();
 
@@ -212,6 +214,7 @@ export class SessionTable {
     this.#q = prepare(db);
     this.#match = searchMatches(db);
     this.#walk = searchWalk(db);
+    this.#rollups = eventRollupStatements(db);
   }
 
   /** The session's row key, when the session exists in that project. */
@@ -286,6 +289,7 @@ export class SessionTable {
   delete(projectId: string, id: string) {
     const row = this.#row(projectId, id);
     if (!row) return false;
+    this.#rollups.out([row.pk]);
     // Explicit rather than by ON DELETE CASCADE, which only works where foreign_keys is on.
     this.#q.deleteEvents.run(row.pk);
     this.#q.deleteAgents.run(row.pk);
@@ -307,6 +311,7 @@ export class SessionTable {
     const last = picked.rows[picked.rows.length - 1];
     const next = picked.rows.length < rows.length && last ? { init_us: last.init_us, id: last.id } : null;
     if (batch.dryRun || picked.rows.length === 0) return { sessions: picked.rows.length, events: picked.events, next };
+    this.#rollups.out(picked.rows.map((row) => row.pk));
     const pks = json(picked.rows.map((row) => row.pk));
     // Explicit rather than by ON DELETE CASCADE, which only works where foreign_keys is on.
     const events = this.#q.deleteManyEvents.run(pks).changes;

@@ -7,9 +7,11 @@
  * Inserts (create_events, OTLP spans, import) add the sums of the rows really inserted, once per
  * call: one UPDATE of the session's row, one upsert per model. update_events counts the session
  * again from its events (a changed type or time cannot be taken back out of a min or a max).
- * Events are only ever deleted with their session.
+ * Events are only ever deleted with their session. The event breakdowns' rollups
+ * (./event-rollups.ts) are kept here too: added with the rows, out and in again around an update.
  */
 import { EVENT_COLUMNS, type EventRow } from "../rows.ts";
+import { eventRollupStatements } from "./event-rollups.ts";
 import type { Db } from "./open.ts";
 
 const at = (column: (typeof EVENT_COLUMNS)[number]) => EVENT_COLUMNS.indexOf(column);
@@ -99,9 +101,14 @@ export function totalsStatements(db: Db) {
     ),
   };
 
+  const rollups = eventRollupStatements(db);
+
   return {
-    /** Adds these rows, inserted into the session just now, to its totals. */
-    add(pk: number, rows: EventRow[]) {
+    /**
+     * Adds these rows, inserted into the session just now with the pks first..last (a call's rows
+     * take the next pks, above every stored one), to its totals and the rollups.
+     */
+    add(pk: number, rows: EventRow[], first: number, last: number) {
       if (rows.length === 0) return;
       const sums: Sums = {
         pk,
@@ -151,6 +158,11 @@ export function totalsStatements(db: Db) {
       }
       q.add.run(sums);
       if (models) for (const [model, s] of models) q.addModel.run(pk, model, s[0], s[1], s[2], s[3]);
+      rollups.added(pk, first, last);
+    },
+    /** Before the session's stored events change (update_events): its events out of the rollups. */
+    changing(pk: number) {
+      rollups.out([pk]);
     },
     /** Counts the session's totals again from its events. */
     recount(pk: number) {
@@ -158,6 +170,7 @@ export function totalsStatements(db: Db) {
       q.recountDuration.run(pk);
       q.dropModels.run(pk);
       q.recountModels.run(pk);
+      rollups.in(pk);
     },
   };
 }

@@ -264,7 +264,7 @@ export class TraceTable {
       }
     }
     // Only the agent_id of stored events changes below, which no total counts.
-    this.#totals.add(pk, added);
+    this.#totals.add(pk, added, first, last);
     if (first !== 0) this.#search(first, last, null);
     for (const { id, agent } of inserted) {
       if (agent !== null && this.#q.staleChild.get(pk, id, agent)) this.#q.inherit.run({ pk, id, agent });

@@ -9,6 +9,7 @@ import { storeContract } from "./store.contract.ts";
 
 storeContract(t, {
   schemaVersion: schemaVersion(),
+  eventRollups: true,
   async open(t) {
     const path = join(tempDir(t), "agentmon.db");
     const store = await openThreadedStore({ path });

@@ -10,6 +10,7 @@ import { storeContract } from "./store.contract.ts";
 
 storeContract(t, {
   schemaVersion: schemaVersion(),
+  eventRollups: true,
   async open(t) {
     const path = join(tempDir(t), "agentmon.db");
     const store = sqliteStore(openDb(path));

@@ -23,6 +23,8 @@ export interface Adapter {
   open(t: Test): Promise<Opened>;
   /** What ping must answer. */
   schemaVersion: number;
+  /** Whether event breakdowns come from rollups (SQLite migration 011; PostgreSQL computes them exactly). */
+  eventRollups?: boolean;
 }
 
 export type Fixtures = ReturnType<typeof fixtures>;
@@ -56,5 +58,5 @@ export function fixtures(adapter: Adapter) {
       snapshot: (project: string, id: string) => store.readSession(project, id, WHOLE),
     };
   }
-  return { bare, fresh, schemaVersion: adapter.schemaVersion };
+  return { bare, fresh, schemaVersion: adapter.schemaVersion, eventRollups: adapter.eventRollups === true };
 }

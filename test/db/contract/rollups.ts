@@ -8,7 +8,15 @@
  * added in another order), and percentiles v ≤ answer < 1.02·v of the exact v.
  */
 import type { Test } from "tap";
-import { EMPTY, type Measures, SLOT_US, seriesFromRollups } from "../../../domain/analytics.ts";
+import {
+  type Breakdown,
+  type BreakdownBy,
+  breakdownRollupPlan,
+  EMPTY,
+  type Measures,
+  SLOT_US,
+  seriesFromRollups,
+} from "../../../domain/analytics.ts";
 import type { SpanEventRecord } from "../../../domain/types.ts";
 import { iso, patch, US0 } from "../records.ts";
 import type { Fixtures } from "./fixture.ts";
@@ -44,7 +52,24 @@ function same(t: Test, got: Measures[], exact: Measures[], what: string) {
   });
 }
 
-export function rollupContract(t: Test, { fresh }: Fixtures) {
+/** Breakdowns answered from the event rollups (SQLite migration 011), and how many. */
+let fromEventRollups = 0;
+
+/** A breakdown against the exact one: the same groups in the same order, sums, and percentiles. */
+function sameBreakdown(t: Test, got: Breakdown, exact: Breakdown, what: string) {
+  if (got.percentiles === "approximate") fromEventRollups++;
+  t.equal(exact.percentiles ?? "exact", "exact", `${what}: the filtered one is exact`);
+  t.strictSame(
+    got.items.map((g) => g.key),
+    exact.items.map((g) => g.key),
+    `${what}: the same groups, in the same order`,
+  );
+  same(t, got.items, exact.items, `${what}, items`);
+  t.equal(got.other === null, exact.other === null, `${what}: other, or not`);
+  if (got.other && exact.other) same(t, [got.other], [exact.other], `${what}, other`);
+}
+
+export function rollupContract(t: Test, { fresh, eventRollups }: Fixtures) {
   t.test("rollups: the unfiltered series equals the exact scan after every kind of write", async (t) => {
     const { store, p, other } = await fresh(t);
     t.equal(US0 % SLOT_US, 0, "US0 is on a slot edge");
@@ -54,9 +79,38 @@ export function rollupContract(t: Test, { fresh }: Fixtures) {
     t.ok(seriesFromRollups({}, hours) && !seriesFromRollups(EVERY, hours), "the rule: no filter, slot edges");
     t.notOk(seriesFromRollups({}, [{ lo: US0 + 1, hi: US0 + HOUR }]), "a range inside a slot takes the exact scan");
 
+    // Breakdowns: hours only, partial hours at both ends, and whole days with hours and partial
+    // hours around them (the plan's three parts).
+    const breakdownRanges = [
+      { from_us: US0 - 2 * HOUR, to_us: US0 + 10 * HOUR },
+      { from_us: US0 - 2 * HOUR + 17 * 60 * SECOND, to_us: US0 + 9 * HOUR + 5 * 60 * SECOND + 3 },
+      { from_us: US0 - 50 * HOUR - 7, to_us: US0 + 75 * HOUR + 1 },
+    ];
+    t.ok(
+      breakdownRanges.every((r) => breakdownRollupPlan(r, "model") !== undefined) &&
+        (breakdownRollupPlan(breakdownRanges[2] as (typeof breakdownRanges)[2], "tool")?.days.length ?? 0) > 0 &&
+        breakdownRollupPlan({ ...EVERY, from_us: US0, to_us: US0 + HOUR }, "model") === undefined &&
+        breakdownRollupPlan({ from_us: US0, to_us: US0 + HOUR }, "tag") === undefined,
+      "the rule: event groupings, no filter but the range",
+    );
     const check = async (what: string) => {
       for (const ranges of [hours, quarter, whole]) {
         same(t, await store.analyticsSeries(p, {}, ranges), await store.analyticsSeries(p, EVERY, ranges), what);
+      }
+      for (const range of breakdownRanges) {
+        for (const by of ["model", "type", "tool"] as BreakdownBy[]) {
+          for (const [sort, limit] of [
+            ["events", 100],
+            ["cost", 1],
+          ] as const) {
+            sameBreakdown(
+              t,
+              await store.analyticsBreakdown(p, range, { by, sort, limit }),
+              await store.analyticsBreakdown(p, { ...range, ...EVERY }, { by, sort, limit }),
+              `${what}, by ${by} (${sort}, ${limit}) over ${range.from_us - US0}..${range.to_us - US0}`,
+            );
+          }
+        }
       }
     };
 
@@ -87,9 +141,27 @@ export function rollupContract(t: Test, { fresh }: Fixtures) {
           init + i * 1234,
         ),
         eventAt("b", init + 2 * SECOND, { type: "error", model: null }),
-        eventAt("c", init + 3 * SECOND, { type: "tool", model: null }, init + (i + 1) * 7 * SECOND),
+        eventAt(
+          "c",
+          init + 3 * SECOND,
+          { type: "tool", model: null, fields: { name: i % 2 ? "search" : "fetch" } },
+          init + (i + 1) * 7 * SECOND,
+        ),
+        // Errors naming their trigger, in the same call: one llm event, one tool event.
+        eventAt("e1", init + 4 * SECOND, { type: "error", model: null, fields: { trigger_event_id: "a" } }),
+        eventAt("e2", init + 5 * SECOND, { type: "error", model: null, fields: { trigger_event_id: "c" } }),
       ]);
     }
+    // An error whose trigger comes in a later call, and an error naming a stored event.
+    await store.insertEvents(p, "s1", [
+      eventAt("early", US0 + 10 * SECOND, { type: "error", model: null, fields: { trigger_event_id: "late" } }),
+    ]);
+    await store.insertEvents(p, "s1", [
+      eventAt("late", US0 + 11 * SECOND, { type: "tool", model: null, fields: { name: "slow" } }, US0 + 99 * SECOND),
+    ]);
+    await store.insertEvents(p, "s3", [
+      eventAt("after", US0 + 12 * SECOND, { type: "error", model: null, fields: { trigger_event_id: "a" } }),
+    ]);
     await check("create_events");
     await store.insertEvents(p, "s0", [eventAt("a", US0, { model: "m9", cost: 50 }), eventAt("d", US0 + HOUR, {})]);
     await check("a duplicate and a later event");
@@ -153,6 +225,10 @@ export function rollupContract(t: Test, { fresh }: Fixtures) {
       "sessions are left to count",
     );
     t.ok(approximate > 0, `the rollups answered (${approximate} percentiles from the histogram, not exact)`);
+    t.ok(
+      eventRollups ? fromEventRollups > 0 : fromEventRollups === 0,
+      `the event rollups answered ${fromEventRollups} breakdowns (${eventRollups ? "SQLite" : "none: exact here"})`,
+    );
     await store.deleteSessions(p, {}, { maxSessions: 1000, maxEvents: 100_000, dryRun: false });
     t.strictSame(
       await store.analyticsSeries(p, {}, hours),
