@@ -2,21 +2,73 @@
  * The event breakdowns' rollups (migration 011, docs/decisions/027-event-rollups.md), kept by the
  * code that writes events, in the caller's transaction:
  * - a call's rows added (create_events, OTLP spans, import): their sums per session and group into
- *   session_keys (whose triggers keep event_rollups), the error events that name one of them, or
- *   that they name, and their durations into event_rollup_durations;
- * - update_events: the session's contribution out before the change, in again after it;
- * - a delete: the sessions' contributions out before their events go.
+ *   session_keys (whose triggers keep event_rollups) and their durations into
+ *   event_rollup_durations, summed in JS from the rows the call has (a statement per group and
+ *   bucket, no read), then the error events that name one of them, or that they name, when the
+ *   session has errors (SQL: the pairs need the stored events);
+ * - update_events: the session's contribution out before the change, in again after it (SQL);
+ * - a delete: the sessions' contributions out before their events go (SQL).
  * A moved start or a changed end state is the triggers' (migration 011).
  *
- * The SQL of a row's groups is migration 011's, word for word: the same keys, the same buckets.
+ * The SQL of a row's groups is migration 011's, word for word; JS finds the same keys (a tool's
+ * name that is not a string is asked of SQLite) and the same buckets (one function, registered).
  */
-import type { Db } from "./open.ts";
+import type Database from "better-sqlite3";
+import { histogramBucket } from "../../domain/analytics.ts";
+import { EVENT_COLUMNS, type EventRow } from "../rows.ts";
+
+// The type from better-sqlite3, not from ./open.ts, which imports this file (no import cycle).
+type Db = Database.Database;
+
+/** The bucket function migration 011 and the SQL below call: the one JS uses. */
+export function rollupFunctions(db: Db) {
+  db.function("agentmon_duration_bucket", { deterministic: true }, (us) => histogramBucket(Number(us)));
+}
+
+const at = (column: (typeof EVENT_COLUMNS)[number]) => EVENT_COLUMNS.indexOf(column);
+const TYPE = at("type");
+const INIT_US = at("init_us");
+const END_US = at("end_us");
+const MODEL = at("model");
+const PROMPT = at("prompt_tokens");
+const COMPLETION = at("completion_tokens");
+const COST = at("cost");
+const BODY = at("body");
+
+/** The session a call's rows went into, as its totals' UPDATE answers it. */
+export interface SessionOfRows {
+  project_id: string;
+  init_us: number;
+  end_state: string | null;
+  error_count: number;
+}
+
+/** A group's sums in a call. */
+interface GroupSums {
+  dim: string;
+  key: string;
+  events: number;
+  prompt: number;
+  completion: number;
+  cost: number;
+}
+
+/** A group's durations in one bucket in a call. */
+interface BucketSums {
+  dim: string;
+  key: string;
+  bucket: number;
+  n: number;
+  max: number;
+}
+
+const num = (value: unknown) => (typeof value === "number" ? value : 0);
 
 const HOUR_US = 3_600_000_000;
 const DAY_US = 86_400_000_000;
 const hour = (x: string) => `(${x} - ((${x} % ${HOUR_US}) + ${HOUR_US}) % ${HOUR_US})`;
 const day = (x: string) => `(${x} - ((${x} % ${DAY_US}) + ${DAY_US}) % ${DAY_US})`;
-const bucket = (d: string) => `CASE WHEN ${d} < 1 THEN 0 ELSE 1 + CAST(floor(ln(${d}) / ln(1.02)) AS INTEGER) END`;
+const bucket = (d: string) => `agentmon_duration_bucket(${d})`;
 
 /** Each event matching `cond` once per group it is in: (dim, key) and what the sums need. */
 function keys(cond: string) {
@@ -87,7 +139,29 @@ export function eventRollupStatements(db: Db) {
     keysOut: db.prepare<[{ pks: string }]>(
       "DELETE FROM session_keys WHERE session_pk IN (SELECT value FROM json_each(@pks))",
     ),
-    hasErrors: db.prepare<[number], { error_count: number }>("SELECT error_count FROM sessions WHERE pk = ?"),
+    keyAdd: db.prepare<[number, string, string, string, number, number, number, number, number, number]>(
+      `INSERT INTO session_keys (session_pk, dim, key, project_id, slot_us, failed, events, prompt_tokens,
+         completion_tokens, cost)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (session_pk, dim, key) DO UPDATE SET events = events + excluded.events,
+         prompt_tokens = prompt_tokens + excluded.prompt_tokens,
+         completion_tokens = completion_tokens + excluded.completion_tokens, cost = cost + excluded.cost`,
+    ),
+    bucketAdd: db.prepare<[string, string, number, number, string, number, number, number]>(
+      `INSERT INTO event_rollup_durations (project_id, dim, level, slot_us, key, bucket, n, max_us)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (project_id, dim, level, slot_us, key, bucket) DO UPDATE SET n = n + excluded.n,
+         max_us = max(max_us, excluded.max_us)`,
+    ),
+    name: db.prepare<[string], string | null>("SELECT CAST(json_extract(?, '$.name') AS TEXT)").pluck(),
+  };
+
+  /** A tool's key, as migration 011's SQL makes it: '' without a name, '=' and the name's text. */
+  const toolKey = (body: unknown) => {
+    if (typeof body !== "string") return "";
+    const name = (JSON.parse(body) as { name?: unknown } | null)?.name;
+    if (name === undefined || name === null) return "";
+    return `=${typeof name === "string" ? name : q.name.get(body)}`;
   };
 
   /** The events of session pk with pk in [lo, hi] into the rollups. */
@@ -101,10 +175,68 @@ export function eventRollupStatements(db: Db) {
   return {
     /**
      * The rows just added to session pk, pks lo..hi (a call's rows take the next pks, above every
-     * stored one), after the session's totals counted them (so that error_count includes them).
+     * stored one), after the session's totals counted them (`session`: its row after that).
      */
-    added(pk: number, lo: number, hi: number) {
-      add(pk, lo, hi, (q.hasErrors.get(pk)?.error_count ?? 0) > 0);
+    added(pk: number, session: SessionOfRows, rows: readonly EventRow[], lo: number, hi: number) {
+      // By dim, then key (then bucket): no composite string keys.
+      const sums = new Map<string, Map<string, GroupSums>>();
+      const durations = new Map<GroupSums, Map<number, BucketSums>>();
+      const count = (dim: string, key: string, row: EventRow, llm: boolean) => {
+        let ofDim = sums.get(dim);
+        if (ofDim === undefined) {
+          ofDim = new Map();
+          sums.set(dim, ofDim);
+        }
+        let sum = ofDim.get(key);
+        if (sum === undefined) {
+          sum = { dim, key, events: 0, prompt: 0, completion: 0, cost: 0 };
+          ofDim.set(key, sum);
+        }
+        sum.events++;
+        if (llm) {
+          sum.prompt += num(row[PROMPT]);
+          sum.completion += num(row[COMPLETION]);
+          sum.cost += num(row[COST]);
+        }
+        const end = row[END_US];
+        if (typeof end !== "number") return;
+        const us = Math.max(0, end - (row[INIT_US] as number));
+        const bucket = histogramBucket(us);
+        let ofGroup = durations.get(sum);
+        if (ofGroup === undefined) {
+          ofGroup = new Map();
+          durations.set(sum, ofGroup);
+        }
+        const d = ofGroup.get(bucket);
+        if (d === undefined) ofGroup.set(bucket, { dim, key, bucket, n: 1, max: us });
+        else {
+          d.n++;
+          if (us > d.max) d.max = us;
+        }
+      };
+      for (const row of rows) {
+        const type = row[TYPE] as string;
+        const llm = type === "llm";
+        count("type", `=${type}`, row, llm);
+        if (llm) count("model", row[MODEL] === null ? "" : `=${row[MODEL]}`, row, true);
+        else if (type === "tool") count("tool", toolKey(row[BODY]), row, false);
+      }
+      const hour = session.init_us - (((session.init_us % HOUR_US) + HOUR_US) % HOUR_US);
+      const day = hour - (((hour % DAY_US) + DAY_US) % DAY_US);
+      const failed = session.end_state === "Fail" ? 1 : 0;
+      const { project_id: project } = session;
+      for (const ofDim of sums.values()) {
+        for (const s of ofDim.values()) {
+          q.keyAdd.run(pk, s.dim, s.key, project, hour, failed, s.events, s.prompt, s.completion, s.cost);
+        }
+      }
+      for (const ofGroup of durations.values()) {
+        for (const d of ofGroup.values()) {
+          q.bucketAdd.run(project, d.dim, 0, hour, d.key, d.bucket, d.n, d.max);
+          q.bucketAdd.run(project, d.dim, 1, day, d.key, d.bucket, d.n, d.max);
+        }
+      }
+      if (session.error_count > 0) q.errorsIn.run({ pk, lo, hi });
     },
     /** The sessions' events out of the rollups (before their events change or go). */
     out(pks: number[]) {

@@ -2,6 +2,7 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
+import { rollupFunctions } from "./event-rollups.ts";
 import { migrate } from "./migrate.ts";
 import { searchFunctions } from "./search.ts";
 
@@ -36,6 +37,7 @@ export function openDb(path: string, options: DbOptions = {}): Db {
   // the sessions being written) fit, and the churn of a bigger cache costs resident memory (B5).
   if (!db.memory) db.pragma("cache_size = -1024");
   searchFunctions(db);
+  rollupFunctions(db);
   migrate(db);
   return db;
 }
@@ -48,5 +50,6 @@ export function openReader(path: string): Db {
   reader.pragma("busy_timeout = 1000");
   reader.pragma("cache_size = -64");
   searchFunctions(reader);
+  rollupFunctions(reader);
   return reader;
 }

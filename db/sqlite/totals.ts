@@ -11,7 +11,7 @@
  * (./event-rollups.ts) are kept here too: added with the rows, out and in again around an update.
  */
 import { EVENT_COLUMNS, type EventRow } from "../rows.ts";
-import { eventRollupStatements } from "./event-rollups.ts";
+import { eventRollupStatements, type SessionOfRows } from "./event-rollups.ts";
 import type { Db } from "./open.ts";
 
 const at = (column: (typeof EVENT_COLUMNS)[number]) => EVENT_COLUMNS.indexOf(column);
@@ -57,7 +57,7 @@ const num = (value: unknown) => (typeof value === "number" ? value : 0);
 export function totalsStatements(db: Db) {
   const newLast = "max(coalesce(last_us, @last_us), @last_us)";
   const q = {
-    add: db.prepare<[Sums]>(
+    add: db.prepare<[Sums], SessionOfRows>(
       `UPDATE sessions SET event_count = event_count + @events, llm_count = llm_count + @llm,
          tool_count = tool_count + @tool, action_count = action_count + @action, error_count = error_count + @error,
          prompt_tokens = prompt_tokens + @prompt_tokens, completion_tokens = completion_tokens + @completion_tokens,
@@ -66,7 +66,8 @@ export function totalsStatements(db: Db) {
          reasoning_tokens = reasoning_tokens + @reasoning_tokens, cost = cost + @cost,
          first_us = min(coalesce(first_us, @first_us), @first_us), last_us = ${newLast},
          duration_us = ${duration(newLast)}
-       WHERE pk = @pk`,
+       WHERE pk = @pk
+       RETURNING project_id, init_us, end_state, error_count`,
     ),
     addModel: db.prepare<[number, string, number, number, number, number]>(
       `INSERT INTO session_models (session_pk, model, llm_count, prompt_tokens, completion_tokens, cost)
@@ -156,9 +157,9 @@ export function totalsStatements(db: Db) {
           sum[3] += cost;
         } else models.set(model, [1, prompt, completion, cost]);
       }
-      q.add.run(sums);
+      const session = q.add.get(sums);
       if (models) for (const [model, s] of models) q.addModel.run(pk, model, s[0], s[1], s[2], s[3]);
-      rollups.added(pk, first, last);
+      if (session) rollups.added(pk, session, rows, first, last);
     },
     /** Before the session's stored events change (update_events): its events out of the rollups. */
     changing(pk: number) {

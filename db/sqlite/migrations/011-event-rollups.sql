@@ -46,7 +46,9 @@ CREATE TABLE event_rollups (
 
 -- The events' durations (end - init, never negative; events without an end are not in it), in the
 -- buckets of session_rollup_durations (migration 010): bucket 0 holds 0 µs, bucket k >= 1
--- [1.02^(k-1), 1.02^k) µs; max_us the largest duration ever put in.
+-- [1.02^(k-1), 1.02^k) µs; max_us the largest duration ever put in. The bucket is found by
+-- agentmon_duration_bucket (a JS function every connection registers: db/sqlite/event-rollups.ts),
+-- the same function the write path uses, so that what a write put in a bucket is taken out of it.
 CREATE TABLE event_rollup_durations (
   project_id TEXT NOT NULL,
   dim        TEXT NOT NULL,
@@ -95,7 +97,7 @@ GROUP BY 1, 2, 3, 4, 5;
 
   INSERT INTO event_rollup_durations (project_id, dim, level, slot_us, key, bucket, n, max_us)
   SELECT s.project_id, k.dim, l.level, CASE l.level WHEN 0 THEN (s.init_us - ((s.init_us % 3600000000) + 3600000000) % 3600000000) ELSE ((s.init_us - ((s.init_us % 3600000000) + 3600000000) % 3600000000) - (((s.init_us - ((s.init_us % 3600000000) + 3600000000) % 3600000000) % 86400000000) + 86400000000) % 86400000000) END, k.key,
-    CASE WHEN k.dur < 1 THEN 0 ELSE 1 + CAST(floor(ln(k.dur) / ln(1.02)) AS INTEGER) END, count(*), max(k.dur)
+    agentmon_duration_bucket(k.dur), count(*), max(k.dur)
   FROM (
       SELECT 'model' AS dim, ifnull('=' || e.model, '') AS key, e.pk, e.session_pk, e.id, e.type, e.prompt_tokens, e.completion_tokens, e.cost, CASE WHEN e.end_us IS NULL THEN NULL ELSE max(0, e.end_us - e.init_us) END AS dur FROM events e WHERE 1 = 1 AND e.type = 'llm'
       UNION ALL SELECT 'type', '=' || e.type, e.pk, e.session_pk, e.id, e.type, e.prompt_tokens, e.completion_tokens, e.cost, CASE WHEN e.end_us IS NULL THEN NULL ELSE max(0, e.end_us - e.init_us) END AS dur FROM events e WHERE 1 = 1
@@ -175,7 +177,7 @@ CREATE TRIGGER sessions_event_rollups_moved AFTER UPDATE OF project_id, init_us 
 BEGIN
   INSERT INTO event_rollup_durations (project_id, dim, level, slot_us, key, bucket, n, max_us)
   SELECT OLD.project_id, k.dim, l.level, CASE l.level WHEN 0 THEN (OLD.init_us - ((OLD.init_us % 3600000000) + 3600000000) % 3600000000) ELSE ((OLD.init_us - ((OLD.init_us % 3600000000) + 3600000000) % 3600000000) - (((OLD.init_us - ((OLD.init_us % 3600000000) + 3600000000) % 3600000000) % 86400000000) + 86400000000) % 86400000000) END, k.key,
-    CASE WHEN k.dur < 1 THEN 0 ELSE 1 + CAST(floor(ln(k.dur) / ln(1.02)) AS INTEGER) END, -count(*), 0
+    agentmon_duration_bucket(k.dur), -count(*), 0
   FROM (
       SELECT 'model' AS dim, ifnull('=' || e.model, '') AS key, e.pk, e.session_pk, e.id, e.type, e.prompt_tokens, e.completion_tokens, e.cost, CASE WHEN e.end_us IS NULL THEN NULL ELSE max(0, e.end_us - e.init_us) END AS dur FROM events e WHERE e.session_pk = NEW.pk AND e.type = 'llm'
       UNION ALL SELECT 'type', '=' || e.type, e.pk, e.session_pk, e.id, e.type, e.prompt_tokens, e.completion_tokens, e.cost, CASE WHEN e.end_us IS NULL THEN NULL ELSE max(0, e.end_us - e.init_us) END AS dur FROM events e WHERE e.session_pk = NEW.pk
@@ -187,7 +189,7 @@ BEGIN
     max_us = max(max_us, excluded.max_us);
   INSERT INTO event_rollup_durations (project_id, dim, level, slot_us, key, bucket, n, max_us)
   SELECT NEW.project_id, k.dim, l.level, CASE l.level WHEN 0 THEN (NEW.init_us - ((NEW.init_us % 3600000000) + 3600000000) % 3600000000) ELSE ((NEW.init_us - ((NEW.init_us % 3600000000) + 3600000000) % 3600000000) - (((NEW.init_us - ((NEW.init_us % 3600000000) + 3600000000) % 3600000000) % 86400000000) + 86400000000) % 86400000000) END, k.key,
-    CASE WHEN k.dur < 1 THEN 0 ELSE 1 + CAST(floor(ln(k.dur) / ln(1.02)) AS INTEGER) END, count(*), max(k.dur)
+    agentmon_duration_bucket(k.dur), count(*), max(k.dur)
   FROM (
       SELECT 'model' AS dim, ifnull('=' || e.model, '') AS key, e.pk, e.session_pk, e.id, e.type, e.prompt_tokens, e.completion_tokens, e.cost, CASE WHEN e.end_us IS NULL THEN NULL ELSE max(0, e.end_us - e.init_us) END AS dur FROM events e WHERE e.session_pk = NEW.pk AND e.type = 'llm'
       UNION ALL SELECT 'type', '=' || e.type, e.pk, e.session_pk, e.id, e.type, e.prompt_tokens, e.completion_tokens, e.cost, CASE WHEN e.end_us IS NULL THEN NULL ELSE max(0, e.end_us - e.init_us) END AS dur FROM events e WHERE e.session_pk = NEW.pk
