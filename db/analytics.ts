@@ -354,18 +354,18 @@ export function rollupSeriesAnswer(
 /**
  * A breakdown from the event rollups (SQLite migration 011, docs/decisions/027-event-rollups.md),
  * for one range of one level: the sums per key, and the histogram per key. Keys are stored as ''
- * (no key) or '=' and the key.
+ * (no key) or '=' and the key. Parameters: a_project, a_dim, a_level, a_lo, a_hi.
  */
 export const EVENT_ROLLUPS = {
   sums: `SELECT key, sum(sessions) AS sessions, sum(failures) AS failures, sum(events) AS events,
       sum(error_events) AS error_events, sum(prompt_tokens) AS prompt_tokens,
       sum(completion_tokens) AS completion_tokens, sum(cost) AS cost
     FROM event_rollups
-    WHERE project_id = @project AND dim = @dim AND level = @level AND slot_us >= @lo AND slot_us < @hi
+    WHERE project_id = @a_project AND dim = @a_dim AND level = @a_level AND slot_us >= @a_lo AND slot_us < @a_hi
     GROUP BY key`,
   histogram: `SELECT key, bucket, sum(n) AS n, max(CASE WHEN n > 0 THEN max_us END) AS max_us
     FROM event_rollup_durations
-    WHERE project_id = @project AND dim = @dim AND level = @level AND slot_us >= @lo AND slot_us < @hi
+    WHERE project_id = @a_project AND dim = @a_dim AND level = @a_level AND slot_us >= @a_lo AND slot_us < @a_hi
     GROUP BY key, bucket`,
 };
 

@@ -3,15 +3,25 @@
  * PostgreSQL's spelling, each in a snapshot.
  */
 import type pg from "pg";
-import { type Breakdown, type BreakdownRequest, type Range, seriesFromRollups } from "../../domain/analytics.ts";
+import {
+  type Breakdown,
+  type BreakdownRequest,
+  breakdownRollupPlan,
+  type Range,
+  seriesFromRollups,
+} from "../../domain/analytics.ts";
 import type { SessionFilter } from "../../domain/types.ts";
 import {
   breakdownAnswer,
   breakdownQuery,
   type Dialect,
+  EVENT_ROLLUPS,
+  type KeyBuckets,
+  type KeySums,
   type Query,
   type RollupSums,
   type Row,
+  rollupBreakdownAnswer,
   rollupParams,
   rollupSeriesAnswer,
   rollupSeriesQueries,
@@ -78,6 +88,26 @@ export async function analyticsBreakdown(
   filter: SessionFilter,
   request: BreakdownRequest,
 ): Promise<Breakdown> {
+  const plan = breakdownRollupPlan(filter, request.by);
+  if (plan) {
+    // Whole days and hours from the rollups (migration 009); the partial hours at the ends exactly.
+    const sums: KeySums[] = [];
+    const histogram: KeyBuckets[] = [];
+    const parts = [...plan.days.map((r) => [1, r] as const), ...plan.hours.map((r) => [0, r] as const)];
+    for (const [level, range] of parts) {
+      const named = { a_project: projectId, a_dim: request.by, a_level: level, a_lo: range.lo, a_hi: range.hi };
+      const s = numbered(EVENT_ROLLUPS.sums, named, []);
+      const h = numbered(EVENT_ROLLUPS.histogram, named, []);
+      sums.push(...(await db.query<KeySums>(s.text, s.params)).rows);
+      histogram.push(...(await db.query<KeyBuckets>(h.text, h.params)).rows);
+    }
+    const exact: Row[] = [];
+    for (const range of plan.exact) {
+      const edge = conditions(projectId, { ...filter, from_us: range.lo, to_us: range.hi }, undefined);
+      exact.push(...(await ask(db, breakdownQuery(POSTGRES, edge.where.join(" AND "), request.by), edge)));
+    }
+    return rollupBreakdownAnswer(sums, histogram, exact, request);
+  }
   const found = conditions(projectId, filter, undefined);
   const query = breakdownQuery(POSTGRES, found.where.join(" AND "), request.by);
   return breakdownAnswer(await ask(db, query, found), query.distinct, request);

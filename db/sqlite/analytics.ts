@@ -84,7 +84,7 @@ export function analyticsQueries(db: Db) {
       const sums: KeySums[] = [];
       const histogram: KeyBuckets[] = [];
       const read = (level: number) => (range: Range) => {
-        const params = { project: projectId, dim: request.by, level, lo: range.lo, hi: range.hi };
+        const params = { a_project: projectId, a_dim: request.by, a_level: level, a_lo: range.lo, a_hi: range.hi };
         sums.push(...(prepared(EVENT_ROLLUPS.sums).all(params) as KeySums[]));
         histogram.push(...(prepared(EVENT_ROLLUPS.histogram).all(params) as KeyBuckets[]));
       };

@@ -11,6 +11,7 @@ if (unavailable !== undefined && !postgresRequired()) {
 } else {
   storeContract(t, {
     schemaVersion: schemaVersion(),
+    eventRollups: true,
     async open(t) {
       const url = await testDatabase(t);
       const store = await openPostgresStore({ url });

@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 09de73f3e87e38ee4d78c679e926c3ae1b0f7e8878f6dc4c81658efb48ce30ef. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 5a705e50b14d61d0941da542c3b8233feefc92d5f9c90a59c2094218f5bb8fa7. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -501,7 +501,7 @@ export interface paths {
          *     session in two of those groups counts twice in its `sessions`); its percentiles are
          *     computed over the durations of those groups taken together (not summed, not averaged).
          *
-         *     **Rollups** (event groupings, embedded SQLite store): a breakdown by `model`, `type` or
+         *     **Rollups** (event groupings): a breakdown by `model`, `type` or
          *     `tool` with no filter but `from`/`to`, whose range holds at least one whole UTC hour, is
          *     read from sums kept at write time per UTC hour and day of the sessions' `init_timestamp`;
          *     the sessions of the partial hours at its ends are read exactly. Every count and sum is the
@@ -509,8 +509,8 @@ export interface paths {
          *     percentiles come from a histogram of the durations in buckets 2 % wide: the answer is the
          *     largest duration that went into the bucket holding the exact nearest-rank value v, so v ≤
          *     answer < 1.02·v (and v itself when that bucket held one distinct value), and the answer
-         *     says `percentiles: approximate`. Any other breakdown, and every breakdown on PostgreSQL,
-         *     is computed exactly from the events (`percentiles: exact`).
+         *     says `percentiles: approximate`. Any other breakdown is computed exactly from the events
+         *     (`percentiles: exact`).
          *     `sort`: `cost` (the default), `sessions`, `events`, `failures`, `tokens`
          *     (prompt + completion) or `duration_p95` (groups without a duration last).
          *
@@ -1657,9 +1657,8 @@ export interface components {
         AnalyticsBreakdownResponse: {
             /**
              * @description How the `duration_ms` percentiles were found: `exact` (nearest-rank over every event's
-             *     duration) or `approximate` (an event grouping with no filter but the range, on the
-             *     embedded SQLite store: from the rollups' histogram, the exact value v ≤ the answer <
-             *     1.02·v; see the description).
+             *     duration) or `approximate` (an event grouping with no filter but the range: from the
+             *     rollups' histogram, the exact value v ≤ the answer < 1.02·v; see the description).
              * @enum {string}
              */
             percentiles: "exact" | "approximate";
