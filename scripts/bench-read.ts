@@ -306,6 +306,14 @@ async function main() {
         throw new Error(`${path} has no key ${KEY}: make it with scripts/dataset.ts or let this script seed it`);
       if (!(await store.getSession(key.project_id, "big"))) await addBig(store, key.project_id);
       await store.close();
+      // What the file holds, from the sessions' totals (decision 022): one row per session read.
+      const db = new Database(path, { readonly: true });
+      const held = db.prepare("SELECT count(*) AS sessions, sum(event_count) AS events FROM sessions").get() as {
+        sessions: number;
+        events: number;
+      };
+      db.close();
+      counts = held;
     }
     const dbBytes = statSync(path).size;
     console.log(
