@@ -24,8 +24,8 @@ const HOUR = 3600 * SECOND;
 
 /** The rollup tables' rows that hold something, in key order (emptied rows are left by writes). */
 const TABLES = {
-  session_keys: `SELECT session_pk, dim, key, project_id, slot_us, failed, events, error_events, prompt_tokens,
-      completion_tokens, round(cost::numeric, 9)::text FROM session_keys WHERE events <> 0 ORDER BY session_pk, dim, key`,
+  session_keys: `SELECT session_pk, dim, key, events, error_events, prompt_tokens, completion_tokens,
+      round(cost::numeric, 9)::text FROM session_keys WHERE events <> 0 ORDER BY session_pk, dim, key`,
   event_rollups: `SELECT project_id, dim, level, slot_us, key, sessions, failures, events, error_events, prompt_tokens,
       completion_tokens, round(cost::numeric, 9)::text FROM event_rollups WHERE sessions <> 0 ORDER BY 1, 2, 3, 4, 5`,
   event_rollup_durations:

@@ -2,7 +2,8 @@
  * The event breakdowns' rollups (migration 011, docs/decisions/027-event-rollups.md), kept by the
  * code that writes events, in the caller's transaction:
  * - a call's rows added (create_events, OTLP spans, import): their sums per session and group into
- *   session_keys (whose triggers keep event_rollups) and their durations into
+ *   session_keys (whose triggers keep event_rollups, reading the session's project, hour and end
+ *   state from its row) and their durations into
  *   event_rollup_durations, summed in JS from the rows the call has (a statement per group and
  *   bucket, no read), then the error events that name one of them, or that they name, when the
  *   session has errors (SQL: the pairs need the stored events);
@@ -39,7 +40,6 @@ const BODY = at("body");
 export interface SessionOfRows {
   project_id: string;
   init_us: number;
-  end_state: string | null;
   error_count: number;
 }
 
@@ -107,13 +107,12 @@ const ALL = { lo: Number.MIN_SAFE_INTEGER, hi: Number.MAX_SAFE_INTEGER };
 export function eventRollupStatements(db: Db) {
   const q = {
     keysIn: db.prepare<[{ pk: number; lo: number; hi: number }]>(
-      `INSERT INTO session_keys (session_pk, dim, key, project_id, slot_us, failed, events, prompt_tokens,
-         completion_tokens, cost)
-       SELECT @pk, k.dim, k.key, s.project_id, ${hour("s.init_us")}, s.end_state IS 'Fail', count(*),
+      `INSERT INTO session_keys (session_pk, dim, key, events, prompt_tokens, completion_tokens, cost)
+       SELECT @pk, k.dim, k.key, count(*),
          coalesce(sum(CASE WHEN k.type = 'llm' THEN k.prompt_tokens END), 0),
          coalesce(sum(CASE WHEN k.type = 'llm' THEN k.completion_tokens END), 0),
          total(CASE WHEN k.type = 'llm' THEN k.cost END)
-       FROM (${keys(RANGE)}) k JOIN sessions s ON s.pk = @pk
+       FROM (${keys(RANGE)}) k
        WHERE true
        GROUP BY k.dim, k.key
        ON CONFLICT (session_pk, dim, key) DO UPDATE SET events = events + excluded.events,
@@ -139,10 +138,9 @@ export function eventRollupStatements(db: Db) {
     keysOut: db.prepare<[{ pks: string }]>(
       "DELETE FROM session_keys WHERE session_pk IN (SELECT value FROM json_each(@pks))",
     ),
-    keyAdd: db.prepare<[number, string, string, string, number, number, number, number, number, number]>(
-      `INSERT INTO session_keys (session_pk, dim, key, project_id, slot_us, failed, events, prompt_tokens,
-         completion_tokens, cost)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    keyAdd: db.prepare<[number, string, string, number, number, number, number]>(
+      `INSERT INTO session_keys (session_pk, dim, key, events, prompt_tokens, completion_tokens, cost)
+       VALUES (?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (session_pk, dim, key) DO UPDATE SET events = events + excluded.events,
          prompt_tokens = prompt_tokens + excluded.prompt_tokens,
          completion_tokens = completion_tokens + excluded.completion_tokens, cost = cost + excluded.cost`,
@@ -223,11 +221,10 @@ export function eventRollupStatements(db: Db) {
       }
       const hour = session.init_us - (((session.init_us % HOUR_US) + HOUR_US) % HOUR_US);
       const day = hour - (((hour % DAY_US) + DAY_US) % DAY_US);
-      const failed = session.end_state === "Fail" ? 1 : 0;
       const { project_id: project } = session;
       for (const ofDim of sums.values()) {
         for (const s of ofDim.values()) {
-          q.keyAdd.run(pk, s.dim, s.key, project, hour, failed, s.events, s.prompt, s.completion, s.cost);
+          q.keyAdd.run(pk, s.dim, s.key, s.events, s.prompt, s.completion, s.cost);
         }
       }
       for (const ofGroup of durations.values()) {

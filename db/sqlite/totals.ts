@@ -67,7 +67,7 @@ export function totalsStatements(db: Db) {
          first_us = min(coalesce(first_us, @first_us), @first_us), last_us = ${newLast},
          duration_us = ${duration(newLast)}
        WHERE pk = @pk
-       RETURNING project_id, init_us, end_state, error_count`,
+       RETURNING project_id, init_us, error_count`,
     ),
     addModel: db.prepare<[number, string, number, number, number, number]>(
       `INSERT INTO session_models (session_pk, model, llm_count, prompt_tokens, completion_tokens, cost)

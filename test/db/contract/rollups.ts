@@ -178,6 +178,17 @@ export function rollupContract(t: Test, { fresh, eventRollups }: Fixtures) {
     const moved = US0 + 7 * HOUR + 123;
     await store.updateSession(p, "s9", { init_us: moved, init_timestamp: iso(moved), extra: {} });
     await check("update_session moving the start to another slot");
+    // Both at once: the start to another hour and the end state to Fail, then back to Success.
+    const both = US0 + 8 * HOUR + 7;
+    await store.updateSession(p, "s6", { init_us: both, init_timestamp: iso(both), end_state: "Fail", extra: {} });
+    await check("update_session moving the start and failing the session in one call");
+    await store.updateSession(p, "s6", {
+      init_us: US0 + 5,
+      init_timestamp: iso(US0 + 5),
+      end_state: "Success",
+      extra: {},
+    });
+    await check("update_session moving it back and ending it Success");
 
     const span = (id: string, parent: string | null, s: number): SpanEventRecord => ({
       id,
