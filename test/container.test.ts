@@ -438,7 +438,8 @@ t.test("the build stage's steps make a production install whose CMD serves and p
   });
   t.notMatch(output, /cannot bundle/, "it runs the bundle the build stage made");
   const key = /It is shown only now:\n\s+([0-9a-f-]{36})/.exec(output)?.[1] as string;
-  t.ok(key, "the first start made an API key and showed it");
+  // What the server printed goes with the assertion, so that a failure says why.
+  t.ok(key, "the first start made an API key and showed it", { output });
 
   t.equal((await fetch(`${base}/healthz`)).status, 200, "/healthz");
   t.equal((await fetch(`${base}/readyz`)).status, 200, "/readyz: the database on /data commits a write");
