@@ -145,9 +145,12 @@ export function eventRollupStatements(db: Db) {
          prompt_tokens = prompt_tokens + excluded.prompt_tokens,
          completion_tokens = completion_tokens + excluded.completion_tokens, cost = cost + excluded.cost`,
     ),
-    bucketAdd: db.prepare<[string, string, number, number, string, number, number, number]>(
+    // Both levels in one statement: the hour's row and the day's.
+    bucketAdd: db.prepare<
+      [{ project: string; dim: string; hour: number; day: number; key: string; bucket: number; n: number; max: number }]
+    >(
       `INSERT INTO event_rollup_durations (project_id, dim, level, slot_us, key, bucket, n, max_us)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+       VALUES (@project, @dim, 0, @hour, @key, @bucket, @n, @max), (@project, @dim, 1, @day, @key, @bucket, @n, @max)
        ON CONFLICT (project_id, dim, level, slot_us, key, bucket) DO UPDATE SET n = n + excluded.n,
          max_us = max(max_us, excluded.max_us)`,
     ),
@@ -229,8 +232,7 @@ export function eventRollupStatements(db: Db) {
       }
       for (const ofGroup of durations.values()) {
         for (const d of ofGroup.values()) {
-          q.bucketAdd.run(project, d.dim, 0, hour, d.key, d.bucket, d.n, d.max);
-          q.bucketAdd.run(project, d.dim, 1, day, d.key, d.bucket, d.n, d.max);
+          q.bucketAdd.run({ project, dim: d.dim, hour, day, key: d.key, bucket: d.bucket, n: d.n, max: d.max });
         }
       }
       if (session.error_count > 0) q.errorsIn.run({ pk, lo, hi });
