@@ -430,14 +430,8 @@ export function rollupBreakdownAnswer(
     return group;
   };
   const add = (key: string | null, m: Omit<Measures, "p50_us" | "p95_us" | "p99_us">) => {
-    const into = groupOf(key).measures;
-    into.sessions += m.sessions;
-    into.failures += m.failures;
-    into.events += m.events;
-    into.error_events += m.error_events;
-    into.prompt_tokens += m.prompt_tokens;
-    into.completion_tokens += m.completion_tokens;
-    into.cost += m.cost;
+    const group = groupOf(key);
+    group.measures = sumGroups([group.measures, { ...EMPTY, ...m }]);
   };
   const put = (key: string | null, bucket: number, count: number, max: number) =>
     addTo(groupOf(key).histogram, bucket, count, max);

@@ -183,6 +183,12 @@ export const EVENT_COLUMNS = [
   "reasoning_tokens",
 ] as const;
 
+/** Each column's index in an `EventRow`: `row[COLUMN.model]`. */
+export const COLUMN = Object.fromEntries(EVENT_COLUMNS.map((name, i) => [name, i])) as Record<
+  (typeof EVENT_COLUMNS)[number],
+  number
+>;
+
 type Column = string | number | null;
 /**
  * An event as the values of its row's columns (EVENT_COLUMNS), without the session: what

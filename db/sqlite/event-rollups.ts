@@ -16,7 +16,7 @@
  */
 import type Database from "better-sqlite3";
 import { histogramBucket } from "../../domain/analytics.ts";
-import { EVENT_COLUMNS, type EventRow } from "../rows.ts";
+import { COLUMN, type EventRow } from "../rows.ts";
 
 // The type from better-sqlite3, not from ./open.ts, which imports this file (no import cycle).
 type Db = Database.Database;
@@ -26,15 +26,16 @@ export function rollupFunctions(db: Db) {
   db.function("agentmon_duration_bucket", { deterministic: true }, (us) => histogramBucket(Number(us)));
 }
 
-const at = (column: (typeof EVENT_COLUMNS)[number]) => EVENT_COLUMNS.indexOf(column);
-const TYPE = at("type");
-const INIT_US = at("init_us");
-const END_US = at("end_us");
-const MODEL = at("model");
-const PROMPT = at("prompt_tokens");
-const COMPLETION = at("completion_tokens");
-const COST = at("cost");
-const BODY = at("body");
+const {
+  type: TYPE,
+  init_us: INIT_US,
+  end_us: END_US,
+  model: MODEL,
+  prompt_tokens: PROMPT,
+  completion_tokens: COMPLETION,
+  cost: COST,
+  body: BODY,
+} = COLUMN;
 
 /** The session a call's rows went into, as its totals' UPDATE answers it. */
 export interface SessionOfRows {

@@ -10,21 +10,22 @@
  * Events are only ever deleted with their session. The event breakdowns' rollups
  * (./event-rollups.ts) are kept here too: added with the rows, out and in again around an update.
  */
-import { EVENT_COLUMNS, type EventRow } from "../rows.ts";
+import { COLUMN, type EventRow } from "../rows.ts";
 import { eventRollupStatements, type SessionOfRows } from "./event-rollups.ts";
 import type { Db } from "./open.ts";
 
-const at = (column: (typeof EVENT_COLUMNS)[number]) => EVENT_COLUMNS.indexOf(column);
-const TYPE = at("type");
-const INIT_US = at("init_us");
-const END_US = at("end_us");
-const MODEL = at("model");
-const PROMPT = at("prompt_tokens");
-const COMPLETION = at("completion_tokens");
-const COST = at("cost");
-const CACHE_READ = at("cache_read_tokens");
-const CACHE_CREATION = at("cache_creation_tokens");
-const REASONING = at("reasoning_tokens");
+const {
+  type: TYPE,
+  init_us: INIT_US,
+  end_us: END_US,
+  model: MODEL,
+  prompt_tokens: PROMPT,
+  completion_tokens: COMPLETION,
+  cost: COST,
+  cache_read_tokens: CACHE_READ,
+  cache_creation_tokens: CACHE_CREATION,
+  reasoning_tokens: REASONING,
+} = COLUMN;
 
 /** The session's end in microseconds (NULL without one), as migration 002 computes events.end_us. */
 const END_OF_SESSION = `(unixepoch(substr(end_timestamp, 1, 19)) * 1000000
