@@ -11,7 +11,9 @@ export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 export function capture() {
   const out: string[] = [];
   const err: string[] = [];
-  return { out, err, io: { out: (line: string) => out.push(line), err: (line: string) => err.push(line) } };
+  // By line, as a terminal shows them: one write may hold several (the first key's block).
+  const lines = (into: string[]) => (text: string) => into.push(...text.split("\n"));
+  return { out, err, io: { out: lines(out), err: lines(err) } };
 }
 
 /** Runs `agentmon <args> --db <db>` in-process with an empty environment. */
