@@ -78,7 +78,7 @@ run() {
   if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
   echo "== ${name}: ${passed} passed, ${failed} failed, in $((SECONDS - start)) s"
   if [ "$failed" -ne 0 ]; then
-    failures+="-- ${name}:"$'\n'"$(grep -nE -A12 '^[[:space:]]*not ok ' "$log" | head -n 150)"$'\n'
+    failures+="-- ${name}:"$'\n'"$(grep -nE -A40 '^[[:space:]]*not ok ' "$log" | head -n 300)"$'\n'
   fi
   total_passed=$((total_passed + passed))
   total_failed=$((total_failed + failed))

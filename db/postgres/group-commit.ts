@@ -18,6 +18,7 @@
  * disk full) fails every call of the group.
  */
 import { performance } from "node:perf_hooks";
+import { setTimeout as delay } from "node:timers/promises";
 import type pg from "pg";
 import { isLive } from "../../domain/keys.ts";
 import type { ApiKeyRecord } from "../../domain/types.ts";
@@ -36,6 +37,9 @@ export const GROUP_MAX_ROWS = 5_000;
  * `behind`: 503 with Retry-After) rather than queued without bound; a call of no rows never is.
  */
 export const MAX_QUEUED_ROWS = 4 * GROUP_MAX_ROWS;
+
+/** A call alone is run this many times at most while it fails by a deadlock (40P01, 40001). */
+export const RETRIES = 8;
 
 /** A transaction's queries: what a generic call runs with. */
 export type Tx = pg.ClientBase;
@@ -95,8 +99,10 @@ export const INSERT_EVENTS = `INSERT INTO events (session_pk, ${EVENT_COLUMNS.jo
 
 /**
  * The create_events calls of a group, as ONE statement: each call's session looked up in its
- * project and its API key checked (4.3), and the rows of the calls that pass inserted, in call
- * order (for two copies of one id, the first stays: E3), all in the statement's own atomic
+ * project and its API key checked (4.3), and the rows of the calls that pass inserted in the
+ * order of their session and id (two groups that share rows then wait for one another rather
+ * than deadlock), and in call order for two copies of one id (the first stays: E3), all in the
+ * statement's own atomic
  * snapshot. Answers one row per call: its session's pk (null: not a session of the project) and
  * whether its key is live. A group of nothing but create_events is this one round trip, with no
  * BEGIN or COMMIT of its own.
@@ -115,7 +121,7 @@ const GROUP_EVENTS = `WITH calls AS (
         $${EVENT_COLUMNS.length + 6}::text[])
       WITH ORDINALITY AS r (call, ${EVENT_COLUMNS.join(", ")}, search_words, ord)
     JOIN verdicts v ON v.call = r.call AND v.live AND v.pk IS NOT NULL
-    ORDER BY r.ord
+    ORDER BY v.pk, r.id, r.ord
     ON CONFLICT (session_pk, id) DO NOTHING
   )
   SELECT call, pk, live FROM verdicts`;
@@ -213,7 +219,10 @@ export class PgGroupCommit {
     try {
       outcomes = await this.#transaction(group);
     } catch (error) {
-      if (isFault(error) || (group.length === 1 && !isRetryable(error))) {
+      // A deadlock or a serialization failure is a fault (busy) to a client, but the same calls
+      // may succeed when run again: they are, one at a time, before any is answered busy.
+      const retry = isRetryable(error);
+      if (!retry && (isFault(error) || group.length === 1)) {
         if (isFault(error)) this.#figures.failed++;
         for (const call of group) call.reject(translate(error));
         return;
@@ -241,7 +250,11 @@ export class PgGroupCommit {
         else call.reject(translate(outcome.error));
         return;
       } catch (error) {
-        if (isRetryable(error) && attempt < 5) continue;
+        if (isRetryable(error) && attempt < RETRIES) {
+          // The other transaction of the deadlock is let through first, at a moment of chance.
+          await delay(Math.random() * 5 * attempt);
+          continue;
+        }
         if (isFault(error)) this.#figures.failed++;
         call.reject(translate(error));
         return;

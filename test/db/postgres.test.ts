@@ -153,6 +153,49 @@ if (unavailable !== undefined && !postgresRequired()) {
     },
   );
 
+  t.test("a write that deadlocks with another transaction is run again, not answered busy", async (t) => {
+    const { url, stores } = await nodes(t, 1);
+    const [store] = stores as [PostgresStore];
+    const key = await store.createApiKey("h", "p", "default", new Date().toISOString());
+    await store.createSession(key.project_id, newSession("s"));
+    // Another node's transaction holds event b; the write inserts a (ids in order), then waits
+    // for b; the other then inserts a: a deadlock, which PostgreSQL breaks by failing the write
+    // (the first to wait). The other rolls back; the write, run again, stores both.
+    const other = new pg.Client({ connectionString: url });
+    await other.connect();
+    t.teardown(() => other.end());
+    const insert = (id: string) =>
+      other.query(
+        `INSERT INTO events (session_pk, id, type, init_timestamp, init_us, body, extra)
+         SELECT pk, $1, 'action', '2024-01-01T00:00:00.000Z', 0, '{}', '{}' FROM sessions WHERE id = 's'`,
+        [id],
+      );
+    await other.query("BEGIN");
+    await insert("b");
+    const write = store.insertEvents(key.project_id, "s", [newEvent("a"), newEvent("b")], key.id);
+    const waiting = async () => {
+      for (let i = 0; i < 200; i++) {
+        const rows = await raw(
+          url,
+          "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+        );
+        if (rows.length > 0) return true;
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      return false;
+    };
+    t.ok(await waiting(), "the write waits for the other's event b");
+    const deadlock = await insert("a").then(
+      () => "",
+      (error: { code?: string }) => error.code ?? "",
+    );
+    t.equal(deadlock, "", "the other's insert of a goes through: the write was the one failed");
+    await other.query("ROLLBACK");
+    t.equal(await write, true, "the write succeeds, run again");
+    const events = (await store.readSession(key.project_id, "s", { agents: false, events: true }))?.events ?? [];
+    t.same(events.map((e) => e.id).sort(), ["a", "b"], "both events, once each");
+  });
+
   t.test("timestamps keep their microseconds, and JSON its key order as sent (text, not jsonb)", async (t) => {
     const { stores } = await nodes(t, 1);
     const [store] = stores as [PostgresStore];
