@@ -91,22 +91,42 @@ CREATE FUNCTION agentmon_event_rollups_added() RETURNS trigger LANGUAGE plpgsql 
 DECLARE
   pks bigint[];
 BEGIN
-  INSERT INTO session_keys AS k (session_pk, dim, key, project_id, slot_us, failed, events, prompt_tokens,
-    completion_tokens, cost)
-  SELECT g.session_pk, g.dim, g.key, s.project_id, (s.init_us - ((s.init_us % 3600000000) + 3600000000) % 3600000000), (s.end_state IS NOT DISTINCT FROM 'Fail')::int, count(*),
-    coalesce(sum(g.prompt_tokens) FILTER (WHERE g.type = 'llm'), 0),
-    coalesce(sum(g.completion_tokens) FILTER (WHERE g.type = 'llm'), 0),
-    coalesce(sum(g.cost) FILTER (WHERE g.type = 'llm'), 0)
-  FROM (
-      SELECT 'model' AS dim, coalesce('=' || e.model, '') AS key, e.session_pk, e.id, e.type, e.prompt_tokens, e.completion_tokens, e.cost, CASE WHEN e.end_us IS NULL THEN NULL ELSE greatest(0, e.end_us - e.init_us) END AS dur FROM added e WHERE e.type = 'llm'
-      UNION ALL SELECT 'type', '=' || e.type, e.session_pk, e.id, e.type, e.prompt_tokens, e.completion_tokens, e.cost, CASE WHEN e.end_us IS NULL THEN NULL ELSE greatest(0, e.end_us - e.init_us) END AS dur FROM added e
-      UNION ALL SELECT 'tool', coalesce('=' || (e.body::json ->> 'name'), ''), e.session_pk, e.id, e.type, e.prompt_tokens, e.completion_tokens, e.cost, CASE WHEN e.end_us IS NULL THEN NULL ELSE greatest(0, e.end_us - e.init_us) END AS dur FROM added e WHERE e.type = 'tool'
-    ) g JOIN sessions s ON s.pk = g.session_pk
-  GROUP BY g.session_pk, g.dim, g.key, s.project_id, s.init_us, s.end_state
-  ORDER BY 1, 2, 3
-  ON CONFLICT (session_pk, dim, key) DO UPDATE SET events = k.events + excluded.events,
-    prompt_tokens = k.prompt_tokens + excluded.prompt_tokens,
-    completion_tokens = k.completion_tokens + excluded.completion_tokens, cost = k.cost + excluded.cost;
+  WITH a AS (
+    SELECT e.session_pk, e.type, e.model, CASE WHEN e.type = 'tool' THEN e.body::json ->> 'name' END AS tool,
+      agentmon_duration_bucket(d.dur) AS bucket, count(*) AS events, max(d.dur) AS max_us,
+      coalesce(sum(e.prompt_tokens) FILTER (WHERE e.type = 'llm'), 0) AS prompt_tokens,
+      coalesce(sum(e.completion_tokens) FILTER (WHERE e.type = 'llm'), 0) AS completion_tokens,
+      coalesce(sum(e.cost) FILTER (WHERE e.type = 'llm'), 0) AS cost
+    FROM added e CROSS JOIN LATERAL (SELECT CASE WHEN e.end_us IS NULL THEN NULL ELSE greatest(0, e.end_us - e.init_us) END AS dur) d
+    GROUP BY 1, 2, 3, 4, 5
+  ), g AS (
+    SELECT a.*, k.dim, k.key, s.project_id, (s.init_us - ((s.init_us % 3600000000) + 3600000000) % 3600000000) AS slot_us,
+      (s.end_state IS NOT DISTINCT FROM 'Fail')::int AS failed
+    FROM a JOIN sessions s ON s.pk = a.session_pk CROSS JOIN LATERAL (VALUES
+        ('model', CASE WHEN a.type = 'llm' THEN coalesce('=' || a.model, '') END),
+        ('type', '=' || a.type),
+        ('tool', CASE WHEN a.type = 'tool' THEN coalesce('=' || a.tool, '') END)) AS k (dim, key)
+    WHERE k.key IS NOT NULL
+  ), keyed AS (
+    INSERT INTO session_keys AS k (session_pk, dim, key, project_id, slot_us, failed, events, prompt_tokens,
+      completion_tokens, cost)
+    SELECT session_pk, dim, key, project_id, slot_us, failed, sum(events), sum(prompt_tokens), sum(completion_tokens), sum(cost)
+    FROM g
+    GROUP BY session_pk, dim, key, project_id, slot_us, failed
+    ORDER BY 1, 2, 3
+    ON CONFLICT (session_pk, dim, key) DO UPDATE SET events = k.events + excluded.events,
+      prompt_tokens = k.prompt_tokens + excluded.prompt_tokens,
+      completion_tokens = k.completion_tokens + excluded.completion_tokens, cost = k.cost + excluded.cost
+  )
+  INSERT INTO event_rollup_durations AS r (project_id, dim, level, slot_us, key, bucket, n, max_us)
+  SELECT project_id, dim, l.level, CASE l.level WHEN 0 THEN slot_us ELSE (slot_us - ((slot_us % 86400000000) + 86400000000) % 86400000000) END, key,
+    bucket, sum(events), max(max_us)
+  FROM g CROSS JOIN (VALUES (0), (1)) AS l(level)
+  WHERE bucket IS NOT NULL
+  GROUP BY 1, 2, 3, 4, 5, 6
+  ORDER BY 1, 2, 3, 4, 5, 6
+  ON CONFLICT (project_id, dim, level, slot_us, key, bucket) DO UPDATE SET n = r.n + excluded.n,
+    max_us = greatest(r.max_us, excluded.max_us);
   -- The sessions that have errors (their totals, migration 005's trigger, counted these rows).
   SELECT array_agg(DISTINCT a.session_pk) INTO pks FROM added a JOIN sessions s ON s.pk = a.session_pk
   WHERE s.error_count > 0;
@@ -124,19 +144,6 @@ BEGIN
   ) c
   WHERE k.session_pk = c.session_pk AND k.dim = c.dim AND k.key = c.key;
   END IF;
-  INSERT INTO event_rollup_durations AS r (project_id, dim, level, slot_us, key, bucket, n, max_us)
-  SELECT s.project_id, k.dim, l.level, CASE l.level WHEN 0 THEN (s.init_us - ((s.init_us % 3600000000) + 3600000000) % 3600000000) ELSE ((s.init_us - ((s.init_us % 3600000000) + 3600000000) % 3600000000) - (((s.init_us - ((s.init_us % 3600000000) + 3600000000) % 3600000000) % 86400000000) + 86400000000) % 86400000000) END, k.key,
-    agentmon_duration_bucket(k.dur), count(*), max(k.dur)
-  FROM (
-      SELECT 'model' AS dim, coalesce('=' || e.model, '') AS key, e.session_pk, e.id, e.type, e.prompt_tokens, e.completion_tokens, e.cost, CASE WHEN e.end_us IS NULL THEN NULL ELSE greatest(0, e.end_us - e.init_us) END AS dur FROM added e WHERE e.type = 'llm'
-      UNION ALL SELECT 'type', '=' || e.type, e.session_pk, e.id, e.type, e.prompt_tokens, e.completion_tokens, e.cost, CASE WHEN e.end_us IS NULL THEN NULL ELSE greatest(0, e.end_us - e.init_us) END AS dur FROM added e
-      UNION ALL SELECT 'tool', coalesce('=' || (e.body::json ->> 'name'), ''), e.session_pk, e.id, e.type, e.prompt_tokens, e.completion_tokens, e.cost, CASE WHEN e.end_us IS NULL THEN NULL ELSE greatest(0, e.end_us - e.init_us) END AS dur FROM added e WHERE e.type = 'tool'
-    ) k JOIN sessions s ON s.pk = k.session_pk CROSS JOIN (VALUES (0), (1)) AS l(level)
-  WHERE k.dur IS NOT NULL
-  GROUP BY 1, 2, 3, 4, 5, 6
-  ORDER BY 1, 2, 3, 4, 5, 6
-  ON CONFLICT (project_id, dim, level, slot_us, key, bucket) DO UPDATE SET n = r.n + excluded.n,
-    max_us = greatest(r.max_us, excluded.max_us);
   RETURN NULL;
 END $$;
 
