@@ -42,6 +42,11 @@ export interface Config {
   metricsToken: string | undefined;
   /** A port of its own that serves GET /metrics without a credential, on `host`; unset: none. */
   metricsPort: number | undefined;
+  /**
+   * A port of its own that serves OTLP/gRPC (the collector services' Export) on `host`; unset: none
+   * (docs/decisions/028-otlp-grpc.md; 4317 is OTLP's usual port).
+   */
+  otlpGrpcPort: number | undefined;
   /** Redis, where every node counts 4.6 and O3 (cli/limits.ts); unset: PostgreSQL or memory. */
   redisUrl: string | undefined;
   /** Days a session is kept after its last activity, unless its project says otherwise; unset: forever. */
@@ -132,6 +137,12 @@ const SETTINGS = {
     flag: "metrics-port",
     fallback: undefined,
     read: (v: string) => integer(v, "AGENTMON_METRICS_PORT", 0, 65535),
+  },
+  otlpGrpcPort: {
+    env: "AGENTMON_OTLP_GRPC_PORT",
+    flag: "otlp-grpc-port",
+    fallback: undefined,
+    read: (v: string) => integer(v, "AGENTMON_OTLP_GRPC_PORT", 0, 65535),
   },
   redisUrl: { env: "AGENTMON_REDIS_URL", flag: "redis-url", fallback: undefined, read: readRedisUrl },
   retentionDays: { env: "AGENTMON_RETENTION_DAYS", flag: "retention-days", fallback: undefined, read: readDays },
@@ -298,6 +309,11 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string 
   if (config.metricsPort !== undefined && config.metricsPort !== 0 && config.metricsPort === config.port) {
     throw new ConfigError(`AGENTMON_METRICS_PORT must be another port than PORT (both are ${config.port})`);
   }
+  const grpcPort = config.otlpGrpcPort;
+  if (grpcPort !== undefined && grpcPort !== 0 && (grpcPort === config.port || grpcPort === config.metricsPort)) {
+    const other = grpcPort === config.port ? "PORT" : "AGENTMON_METRICS_PORT";
+    throw new ConfigError(`AGENTMON_OTLP_GRPC_PORT must be another port than ${other} (both are ${grpcPort})`);
+  }
   return config as unknown as Config;
 }
 
@@ -308,7 +324,7 @@ export const USAGE = `Usage:
                  [--auth-fail-limit N] [--auth-fail-window SECONDS] [--trust-proxy T]
                  [--request-timeout SECONDS] [--keepalive-timeout SECONDS]
                  [--max-event-loop-delay MS] [--rate-limit PER_MINUTE] [--prices FILE]
-                 [--synchronous normal|full] [--metrics-token T] [--metrics-port N]
+                 [--synchronous normal|full] [--metrics-token T] [--metrics-port N] [--otlp-grpc-port N]
                  [--redis-url URL] [--retention-days DAYS|forever] [--retention-interval SECONDS]
   agentmon keys create [--project NAME] [--scope ingest,read,admin]
                                           create an API key; it is printed once. Scopes (4.7):
@@ -340,7 +356,7 @@ AGENTMON_INFLIGHT_BYTES, AGENTMON_MAX_EVENTS,
 AGENTMON_LOG_LEVEL, AGENTMON_AUTH_FAIL_LIMIT, AGENTMON_AUTH_FAIL_WINDOW, AGENTMON_TRUST_PROXY,
 AGENTMON_REQUEST_TIMEOUT, AGENTMON_KEEPALIVE_TIMEOUT, AGENTMON_MAX_EVENT_LOOP_DELAY,
 AGENTMON_RATE_LIMIT, AGENTMON_PRICES, AGENTMON_SYNCHRONOUS, AGENTMON_METRICS_TOKEN,
-AGENTMON_METRICS_PORT, AGENTMON_REDIS_URL, AGENTMON_RETENTION_DAYS, AGENTMON_RETENTION_INTERVAL.`;
+AGENTMON_METRICS_PORT, AGENTMON_OTLP_GRPC_PORT, AGENTMON_REDIS_URL, AGENTMON_RETENTION_DAYS, AGENTMON_RETENTION_INTERVAL.`;
 
 export const FLAG_OPTIONS = {
   ...Object.fromEntries(

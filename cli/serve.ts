@@ -5,6 +5,7 @@ import { Conflict } from "../db/errors.ts";
 import type { Store } from "../db/store.ts";
 import { hashApiKey, newSecret } from "../domain/keys.ts";
 import { importedEntries, priceTable, shippedPrices } from "../domain/prices.ts";
+import type { GrpcListener } from "../http/grpc.ts";
 import { type MetricsListener, metricsListener } from "../http/metrics.ts";
 import type { RequestLimits } from "../http/ratelimit.ts";
 import { Metrics } from "../services/metrics.ts";
@@ -54,20 +55,26 @@ const appOptions = (config: Config) => ({
   logger: { level: config.logLevel },
 });
 
-/** Stops once (a signal, or the storage thread's death): requests in flight are answered, then the process exits. */
-function stopper(app: FastifyInstance, io: Output) {
+/**
+ * Stops once (a signal, or the storage thread's death): requests in flight are answered, then the
+ * process exits. `drainFirst` (the OTLP/gRPC port's drain) runs before the app closes, since its
+ * calls go through the app.
+ */
+function stopper(app: FastifyInstance, io: Output, drainFirst: () => Promise<void>) {
   let stopping = false;
   return (signal: string, code = 0) => {
     if (stopping) return;
     stopping = true;
     app.log.info({ signal }, "shutting down: finishing requests in flight");
-    app.close().then(
-      () => process.exit(code),
-      (error: unknown) => {
-        io.err(`agentmon: error while shutting down: ${(error as Error).message}`);
-        process.exit(1);
-      },
-    );
+    drainFirst()
+      .then(() => app.close())
+      .then(
+        () => process.exit(code),
+        (error: unknown) => {
+          io.err(`agentmon: error while shutting down: ${(error as Error).message}`);
+          process.exit(1);
+        },
+      );
   };
 }
 
@@ -115,6 +122,10 @@ export async function serve(config: Config, io: Output): Promise<number> {
   });
   let metricsPort: MetricsListener | undefined;
   app.addHook("onClose", async () => metricsPort?.close());
+  // The OTLP/gRPC port drains before the app closes (stopper); this only ends what is left of it
+  // when the app closes some other way (a failed start).
+  let grpcPort: GrpcListener | undefined;
+  app.addHook("onClose", async () => grpcPort?.close(0));
   // Retention (docs/decisions/020-retention.md): shortly after start, then every interval; it
   // stops (after its current batch) before the store closes.
   const sweeper = startSweeper({
@@ -160,6 +171,21 @@ export async function serve(config: Config, io: Output): Promise<number> {
       throw new ConfigError(`AGENTMON_METRICS_PORT: ${(error as Error).message}; choose another port`);
     }
   }
+  if (config.otlpGrpcPort !== undefined) {
+    try {
+      // Loaded only now: a server without the port does not load @grpc/grpc-js at all.
+      const { otlpGrpcListener } = await import("../http/grpc.ts");
+      grpcPort = await otlpGrpcListener(app, {
+        host: config.host,
+        port: config.otlpGrpcPort,
+        bodyLimit: config.otlpBodyLimit,
+      });
+    } catch (error) {
+      showFirstKey(undefined);
+      await app.close();
+      throw new ConfigError(`AGENTMON_OTLP_GRPC_PORT: ${(error as Error).message}; choose another port`);
+    }
+  }
   // The listen address, with the real port when PORT=0; a wildcard host is no address to visit.
   base ??= address.replace(/\/\/(\[::\]|0\.0\.0\.0)(?=:)/, "//localhost");
   showFirstKey(base);
@@ -167,9 +193,12 @@ export async function serve(config: Config, io: Output): Promise<number> {
     io.out("agentmon: API keys: `agentmon keys create` makes a new one, `agentmon keys list` shows them");
   }
   if (metricsPort) io.out(`agentmon: metrics on ${metricsPort.url} (no credential: keep this port private)`);
+  if (grpcPort) io.out(`agentmon: OTLP/gRPC on ${grpcPort.url}`);
   io.out(`agentmon: listening on ${address} (database ${databaseName(config)})`);
 
-  const stop = stopper(app, io);
+  // A gRPC call in flight gets as long to finish as an HTTP request may take (O1), 30 s if that is off.
+  const drainMs = config.requestTimeoutSeconds * 1000 || 30_000;
+  const stop = stopper(app, io, async () => grpcPort?.close(drainMs));
   storageFailed = (error) => {
     io.err(`agentmon: ${error.message}; exiting so that a supervisor can restart it`);
     stop("storage thread", 1);

@@ -4,7 +4,7 @@
  */
 import underPressure from "@fastify/under-pressure";
 import type { FastifyInstance } from "fastify";
-import { serviceUnavailable } from "../domain/errors.ts";
+import { ApiError, serviceUnavailable } from "../domain/errors.ts";
 
 /**
  * O1: Node checks these timeouts on its own clock (connectionsCheckingInterval), so it is made
@@ -25,7 +25,18 @@ export function timeouts(requestTimeoutMs = 30_000, keepAliveTimeoutMs = 72_000)
 const NEVER_REFUSED = new Set(["/healthz", "/health", "/readyz", "/metrics"]);
 
 const lagging = (lagMs: number) => `overloaded (event loop lag ${Math.round(lagMs)} ms)`;
-const overloaded = (lagMs: number) => serviceUnavailable(`The server is ${lagging(lagMs)}; retry after 2 seconds`, 2);
+
+/** O2's 503, a class of its own so that OTLP/gRPC can answer it RESOURCE_EXHAUSTED (http/grpc.ts). */
+export class OverloadRefusal extends ApiError {
+  constructor(lagMs: number) {
+    super(
+      503,
+      { error: "Service unavailable", message: `The server is ${lagging(lagMs)}; retry after 2 seconds` },
+      { "retry-after": "2" },
+    );
+  }
+}
+const overloaded = (lagMs: number) => new OverloadRefusal(lagMs);
 
 /**
  * Refuses new work at once while the server stops or its event loop lags, instead of queueing

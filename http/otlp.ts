@@ -61,7 +61,7 @@ export function otlpRoutes(app: FastifyInstance, bodyLimit: number) {
 }
 
 /** The gRPC code of each HTTP status an OTLP route answers (google.rpc.Code). */
-const GRPC_CODES: Record<number, number> = {
+export const GRPC_CODES: Record<number, number> = {
   400: 3, // INVALID_ARGUMENT
   401: 16, // UNAUTHENTICATED
   403: 7, // PERMISSION_DENIED
@@ -81,6 +81,7 @@ const GRPC_CODES: Record<number, number> = {
  * (Retry-After) are the same as any route's.
  */
 export function sendOtlpError(req: FastifyRequest, reply: FastifyReply, error: ApiError) {
+  failures.set(req.raw, error);
   const code = GRPC_CODES[error.statusCode] ?? 13; // INTERNAL
   // A refused media type gets the OTLP advice, not the JSON-only advice of the other routes.
   const message =
@@ -93,3 +94,13 @@ export function sendOtlpError(req: FastifyRequest, reply: FastifyReply, error: A
   }
   return reply.type("application/json; charset=utf-8").send({ code, message });
 }
+
+/**
+ * The failure each OTLP request was answered with, by its raw request, so that the OTLP/gRPC edge
+ * (http/grpc.ts), which sends its calls through these routes, can tell a refusal it should ask
+ * the client to retry after (the memory ceiling, O2) from one it should not, beyond the status.
+ */
+const failures = new WeakMap<object, ApiError>();
+
+/** The failure an OTLP request (its raw request) was answered with, if it failed. */
+export const otlpFailure = (raw: object): ApiError | undefined => failures.get(raw);

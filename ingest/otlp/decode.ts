@@ -15,4 +15,5 @@ export {
   encodeStatus,
   encodeTraceResponse,
   type PartialSuccess,
+  RETRY_INFO_TYPE_URL,
 } from "./responses.ts";

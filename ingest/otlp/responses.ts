@@ -31,7 +31,17 @@ export function encodeMetricsResponse(): Uint8Array {
   return ExportMetricsServiceResponse.encode({}).finish();
 }
 
-/** A failure's body (T10): google.rpc.Status with the HTTP status as `code`, and no details. */
-export function encodeStatus(code: number, message: string): Uint8Array {
-  return google.rpc.Status.encode({ code, message }).finish();
+/**
+ * A failure as google.rpc.Status: the body of an OTLP/HTTP failure (T10), with no details; over
+ * OTLP/gRPC the `grpc-status-details-bin` of a refusal the client may retry, whose one detail is a
+ * google.rpc.RetryInfo saying after how many seconds (docs/decisions/028-otlp-grpc.md).
+ */
+export function encodeStatus(code: number, message: string, retryAfterSeconds?: number): Uint8Array {
+  if (retryAfterSeconds === undefined) return google.rpc.Status.encode({ code, message }).finish();
+  const retryInfo = google.rpc.RetryInfo.encode({ retryDelay: { seconds: retryAfterSeconds, nanos: 0 } }).finish();
+  const details = [{ typeUrl: RETRY_INFO_TYPE_URL, value: retryInfo }];
+  return google.rpc.Status.encode({ code, message, details }).finish();
 }
+
+/** The type URL of google.rpc.RetryInfo in a google.protobuf.Any. */
+export const RETRY_INFO_TYPE_URL = "type.googleapis.com/google.rpc.RetryInfo";
