@@ -68,7 +68,8 @@ export function storeKind(value = process.env.STORE): StoreKind {
   throw new Error(`STORE=${value} is not a store the tests know (${STORES.join(", ")})`);
 }
 
-async function defaultStore(t: Teardown, dbPath: string | undefined): Promise<Store> {
+/** The store build() would make (by STORE), for a test that wraps it before it builds the app. */
+export async function defaultStore(t: Teardown, dbPath?: string): Promise<Store> {
   const kind = storeKind();
   if (kind === "postgres" && dbPath === undefined) return testPostgresStore(t);
   if (kind !== "sqlite-thread") return sqliteStore(openDb(dbPath ?? ":memory:"));

@@ -39,7 +39,8 @@ export function encodeMetricsResponse(): Uint8Array {
 export function encodeStatus(code: number, message: string, retryAfterSeconds?: number): Uint8Array {
   if (retryAfterSeconds === undefined) return google.rpc.Status.encode({ code, message }).finish();
   const retryInfo = google.rpc.RetryInfo.encode({ retryDelay: { seconds: retryAfterSeconds, nanos: 0 } }).finish();
-  const details = [{ typeUrl: RETRY_INFO_TYPE_URL, value: retryInfo }];
+  // pbjs keeps google.protobuf.Any's field names as the .proto spells them.
+  const details = [{ type_url: RETRY_INFO_TYPE_URL, value: retryInfo }];
   return google.rpc.Status.encode({ code, message, details }).finish();
 }
 
