@@ -7,7 +7,6 @@
  * INTERNAL for bad input; a stop drains a call in flight.
  */
 import { connect } from "node:http2";
-import { gzipSync } from "node:zlib";
 import * as grpc from "@grpc/grpc-js";
 import t, { type Test } from "tap";
 import { StorageFault } from "../db/errors.ts";
