@@ -26,6 +26,8 @@
  *   B5 memory: RSS after 1 M events                             ≤ 150 MB, ≤ 10 % growth over the last 500 k
  *   B6 growth: B1 with 5 M events already stored                          ≥ 0.8 × B1 on an empty database
  *   B7 OTLP: protobuf /v1/traces, 100 spans per request, 50 connections   ≥ 0.6 × span storage limit
+ *   B7g: B7's bodies over OTLP/gRPC (TraceService/Export), 50 connections ≥ 0.6 × span storage limit
+ *        (shown against B7 over HTTP too)
  *
  * Each baseline is measured right before its scenario (B6's, B1 on an empty database, again
  * right before B6): this shared machine's speed drifts by tens of percent within minutes.
@@ -41,7 +43,7 @@ import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { compareAgainst } from "./bench/against.ts";
-import { decodeCost, otlpBodies, otlpIngest } from "./bench/otlp.ts";
+import { decodeCost, otlpBodies, otlpGrpcIngest, otlpIngest } from "./bench/otlp.ts";
 import { lifecycle, memory } from "./bench/scenarios.ts";
 import { ingest, openSessions, ROOT, type Server, START_ARGS, startAgentmon } from "./load.ts";
 
@@ -347,6 +349,28 @@ try {
       failed: b7.failed,
       decode_us_per_span: Number(cost.total_us.toFixed(2)),
       ratio_to_event_storage_limit: Number((b7.spansPerS / storage.rows_per_s).toFixed(3)),
+    },
+  });
+
+  // B7 again over OTLP/gRPC, right after B7, on a fresh database of its own: the same bodies to
+  // the TraceService's Export (docs/decisions/028-otlp-grpc.md).
+  log("\nB7 over gRPC: the same bodies to AGENTMON_OTLP_GRPC_PORT, fresh database");
+  server = await startAgentmon({ AGENTMON_OTLP_GRPC_PORT: "0" });
+  const b7grpc = await otlpGrpcIngest(server, { connections: CONNECTIONS, seconds: SECONDS, warmup: WARMUP });
+  await server.stop();
+  record({
+    id: "B7g",
+    scenario: "B7 over OTLP/gRPC (TraceService/Export), 50 connections",
+    value: b7grpc.spansPerS,
+    unit: "spans/s",
+    baseline: { name: "B7 over OTLP/HTTP just before", value: b7.spansPerS },
+    ratio: b7grpc.spansPerS / b7.spansPerS,
+    target: "≥ 0.6 × span storage limit",
+    met: b7grpc.spansPerS >= 0.6 * spanStorage.rows_per_s,
+    extra: {
+      p99_ms: b7grpc.p99,
+      failed: b7grpc.failed,
+      ratio_to_span_storage_limit: Number((b7grpc.spansPerS / spanStorage.rows_per_s).toFixed(3)),
     },
   });
 

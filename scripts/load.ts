@@ -19,6 +19,8 @@ export const START_ARGS: string[] = JSON.parse(readFileSync(join(ROOT, "package.
 
 export interface Server {
   url: string;
+  /** Where OTLP/gRPC is served (host:port), when AGENTMON_OTLP_GRPC_PORT was set. */
+  grpc?: string | undefined;
   key: string;
   child: ChildProcess;
   dir: string;
@@ -51,8 +53,8 @@ export async function startAgentmon(env: Record<string, string> = {}, root = ROO
   const kill = () => child.kill("SIGKILL");
   process.once("exit", kill);
   child.once("exit", () => process.off("exit", kill));
+  let out = "";
   const url = await new Promise<string>((resolve, reject) => {
-    let out = "";
     child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
       out += chunk;
       const match = /agentmon: listening on (\S+)/.exec(out);
@@ -62,6 +64,7 @@ export async function startAgentmon(env: Record<string, string> = {}, root = ROO
   });
   return {
     url,
+    grpc: /agentmon: OTLP\/gRPC on http:\/\/(\S+)/.exec(out)?.[1],
     key,
     child,
     dir,

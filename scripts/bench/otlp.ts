@@ -19,6 +19,7 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import * as grpc from "@grpc/grpc-js";
 import autocannon from "autocannon";
 import { priceEvent, priceTable } from "../../domain/prices.ts";
 import { decodeTraces } from "../../ingest/otlp/decode.ts";
@@ -298,6 +299,77 @@ export async function otlpIngest(
     requests: counted,
     p99: result.latency.p99,
     failed: failed + result.errors + result.timeouts,
+  };
+}
+
+/**
+ * B7 over OTLP/gRPC (docs/decisions/028-otlp-grpc.md): the same bodies to the TraceService's
+ * Export, from `connections` grpc-js channels of their own (each its own HTTP/2 connection), each
+ * with one call in flight at a time as autocannon's connections have; counted as otlpIngest counts
+ * (only answers after the warm-up). p99 is over the calls answered after the warm-up.
+ */
+export async function otlpGrpcIngest(
+  server: Server,
+  options: { connections: number; seconds: number; warmup?: number },
+): Promise<OtlpLoadResult> {
+  if (server.grpc === undefined) throw new Error("the server has no OTLP/gRPC port");
+  const bodies = otlpBodies();
+  const identity = (bytes: Buffer) => bytes;
+  const Client = grpc.makeGenericClientConstructor(
+    {
+      Export: {
+        path: "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+        requestStream: false,
+        responseStream: false,
+        requestSerialize: identity,
+        requestDeserialize: identity,
+        responseSerialize: identity,
+        responseDeserialize: identity,
+      },
+    },
+    "TraceService",
+  );
+  const metadata = new grpc.Metadata();
+  metadata.set("authorization", `Bearer ${server.key}`);
+  const warmup = options.warmup ?? 0;
+  const start = performance.now();
+  const from = start + warmup * 1000;
+  const until = from + options.seconds * 1000;
+  let counted = 0;
+  let failed = 0;
+  const latencies: number[] = [];
+  const clients = Array.from(
+    { length: options.connections },
+    () =>
+      new Client(server.grpc as string, grpc.credentials.createInsecure(), {
+        "grpc.use_local_subchannel_pool": 1,
+      }) as unknown as grpc.Client & {
+        Export(body: Buffer, metadata: grpc.Metadata, done: (error: grpc.ServiceError | null) => void): void;
+      },
+  );
+  const loop = async (client: (typeof clients)[number]) => {
+    while (performance.now() < until) {
+      const sent = performance.now();
+      const error = await new Promise<grpc.ServiceError | null>((resolve) =>
+        client.Export(bodies.next(), metadata, resolve),
+      );
+      const answered = performance.now();
+      if (answered < from || answered > until) continue;
+      if (error) failed++;
+      else {
+        counted++;
+        latencies.push(answered - sent);
+      }
+    }
+  };
+  await Promise.all(clients.map(loop));
+  for (const client of clients) client.close();
+  latencies.sort((a, b) => a - b);
+  return {
+    spansPerS: (counted / options.seconds) * SPANS_PER_REQUEST,
+    requests: counted,
+    p99: latencies[Math.floor(latencies.length * 0.99)] ?? 0,
+    failed,
   };
 }
 
