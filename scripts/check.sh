@@ -38,7 +38,8 @@ fi
 # Left out: files that never call build() (crash, layers, openapi), and the costly ones whose time
 # goes elsewhere than the store: fuzz (30 s; its round trips are in the Store contract, which runs
 # on the thread), browser (Chromium), server, overload and shutdown (mostly child processes, which
-# use the storage thread anyway), and the CLI's (cost.cli, container: child processes too).
+# use the storage thread anyway), the CLI's (cost.cli, container: child processes too), and
+# client.pack (npm pack and tsc: its subject is the package, not the store).
 # Each build() here starts a storage thread: about 0.2-0.4 s a test.
 THREAD_TESTS=(
   test/analytics.*.test.ts test/attacks.*.test.ts test/auth.*.test.ts test/cost.bills.test.ts test/cost.migration.test.ts
