@@ -155,8 +155,12 @@ export interface Store {
    */
   analyticsBreakdown(projectId: string, filter: SessionFilter, request: BreakdownRequest): Promise<Breakdown>;
 
-  /** Stores the events not already stored under their id; false when the session is not in the project. */
-  insertEvents(projectId: string, sessionId: string, events: EventRecord[], keyId?: string): Promise<boolean>;
+  /**
+   * Stores the events not already stored under their id (E3) and answers how many it stored: 0
+   * when every one was there already (a retry, G8), so that agentmon_ingested_total counts each
+   * event once. False when the session is not in the project.
+   */
+  insertEvents(projectId: string, sessionId: string, events: EventRecord[], keyId?: string): Promise<number | false>;
   /**
    * Applies update_events entries in one transaction, each with domain/records.ts patchEvent, in
    * order, and re-prices a table cost with the store's price table; all or nothing: when an id is

@@ -22,9 +22,10 @@ function refuseForeignSession(claims: Claims, inputs: { session_id?: string | nu
  */
 export function recordEvents(context: Context, claims: Claims, events: JsonObject[]): Promise<string[]> {
   const { ids, stored } = storeEvents(context, claims, events);
-  return stored.then((found) => {
-    if (!found) throw sessionNotFound(claims.session_id);
-    context.counts.ingested("events", events.length);
+  return stored.then((count) => {
+    if (count === false) throw sessionNotFound(claims.session_id);
+    // The events really stored: a retry's, already there (E3), are not counted again (G8).
+    context.counts.ingested("events", count);
     return ids;
   });
 }
@@ -74,7 +75,7 @@ export async function recordDeveloperError(context: Context, key: ApiKeyRecord, 
   if (sessionId === undefined) return { session_id: null, event_id: null };
   const scope = { project_id: key.project_id, session_id: sessionId };
   const { ids, stored } = storeInputs(context, scope, [developerErrorEvent(raw)]);
-  if (!(await stored)) throw sessionNotFound(sessionId);
+  if ((await stored) === false) throw sessionNotFound(sessionId);
   return { session_id: sessionId, event_id: ids[0] as string };
 }
 
@@ -83,7 +84,7 @@ export async function recordThread(context: Context, claims: Claims, raw: JsonOb
   const input = threadEvent(raw);
   refuseForeignSession(claims, [input]);
   const { stored } = storeInputs(context, claims, [input]);
-  if (!(await stored)) throw sessionNotFound(claims.session_id);
+  if ((await stored) === false) throw sessionNotFound(claims.session_id);
   return { thread_id: raw.id, event_id: input.id };
 }
 

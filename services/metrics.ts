@@ -255,7 +255,7 @@ export class Metrics implements IngestCounts {
       },
       {
         name: "agentmon_ingested_total",
-        help: "Taken in by calls that succeeded: sessions created, events sent to create_events, OTLP spans and GenAI log records accepted",
+        help: "Taken in by calls that succeeded: sessions created, events stored by create_events (a retry's, already stored, not counted), OTLP spans and GenAI log records accepted",
         type: "counter",
         samples: () => this.#ingested.samples("kind"),
       },

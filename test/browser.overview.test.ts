@@ -44,6 +44,21 @@ const format = (page: Page, name: string, value: unknown) =>
 const rate = (failures: number, sessions: number) =>
   sessions > 0 ? `${((failures / sessions) * 100).toFixed(1)}%` : "—";
 
+/**
+ * Money as people expect it (issue 27), by Intl rather than by the page's own code: dollars and
+ * cents, and an amount under a cent with two significant digits ($0.0042).
+ */
+const CENTS = new Intl.NumberFormat("en-US", { style: "currency", currency: "USD" });
+const UNDER_A_CENT = new Intl.NumberFormat("en-US", {
+  style: "currency",
+  currency: "USD",
+  maximumSignificantDigits: 2,
+});
+const dollars = (decimal: string) => {
+  const amount = Number(decimal);
+  return amount === 0 || Math.abs(amount) >= 0.01 ? CENTS.format(amount) : UNDER_A_CENT.format(amount);
+};
+
 /** The exact sum of decimal strings, as the page adds costs. */
 function addDecimals(values: string[]) {
   const scale = Math.max(0, ...values.map((v) => (v.split(".")[1] ?? "").length));
@@ -116,7 +131,11 @@ t.test("the overview and the sessions list in headless Chromium", { skip: chromi
     const total = async (name: string) => page.textContent(`[data-total="${name}"] dd`);
     t.equal(sum("sessions"), created, "every session made is in the week");
     t.equal(await total("sessions"), String(created));
-    t.equal(await total("cost"), `$${addDecimals(points.map((point) => point.cost))}`, "cost, added exactly");
+    const cost = addDecimals(points.map((point) => point.cost));
+    t.ok((cost.split(".")[1] ?? "").length > 2, `the exact sum has more than two decimals (${cost})`);
+    const headline = await total("cost");
+    t.equal(headline, dollars(cost), `cost, added exactly, shown in dollars and cents (${cost})`);
+    t.match(headline, /^\$\d{1,3}(,\d{3})*\.\d\d$/, "two decimals");
     t.equal(await total("failures"), String(sum("failures")));
     t.ok(sum("failures") > 0, `${sum("failures")} failed sessions`);
     t.equal(await total("failure-rate"), rate(sum("failures"), sum("sessions")));
@@ -140,8 +159,8 @@ t.test("the overview and the sessions list in headless Chromium", { skip: chromi
       );
       t.same(
         await hover(page, "#chart-cost", index, points.length),
-        { Day: day, Cost: `$${point.cost}` },
-        `${day}: cost, the API's decimal string`,
+        { Day: day, Cost: dollars(point.cost) },
+        `${day}: cost, the API's decimal string in dollars and cents`,
       );
     }
   });
@@ -164,7 +183,7 @@ t.test("the overview and the sessions list in headless Chromium", { skip: chromi
     );
     t.same(
       await cells("numbers-cost"),
-      points.map((point, i) => [days[i], `$${point.cost}`]),
+      points.map((point, i) => [days[i], dollars(point.cost)]),
       "cost per day",
     );
     await page.click("#numbers-cost >> xpath=.. >> summary");
@@ -179,7 +198,7 @@ t.test("the overview and the sessions list in headless Chromium", { skip: chromi
     );
     t.same(
       modelRows.map((cells) => [cells[0], cells[3]]),
-      models.items.map((item: any) => [item.key, `$${item.cost}`]),
+      models.items.map((item: any) => [item.key, dollars(item.cost)]),
       "the models, most expensive first, with their costs",
     );
     t.same(
@@ -262,7 +281,7 @@ t.test("the overview and the sessions list in headless Chromium", { skip: chromi
       "the API: the day-3 sessions only",
     );
     t.equal(await page.textContent('[data-total="sessions"] dd'), String(PER_DAY[3]), "the total");
-    t.equal(await page.textContent('[data-total="cost"] dd'), `$${addDecimals(day3.map((point) => point.cost))}`);
+    t.equal(await page.textContent('[data-total="cost"] dd'), dollars(addDecimals(day3.map((point) => point.cost))));
     const point = day3[3] as Point;
     t.same(
       await hover(page, "#chart-sessions", 3, day3.length),
@@ -284,7 +303,7 @@ t.test("the overview and the sessions list in headless Chromium", { skip: chromi
       await page.$$eval("#top-models tbody tr[data-key]", (rows: any[]) =>
         rows.map((row) => [row.dataset.key, row.cells[3].textContent]),
       ),
-      models.items.map((item: any) => [item.key, `$${item.cost}`]),
+      models.items.map((item: any) => [item.key, dollars(item.cost)]),
       "the models of those sessions",
     );
     t.same(

@@ -243,6 +243,27 @@ t.test("after a load run over real HTTP, the counters say exactly what was sent"
   t.equal(again.get(key("agentmon_ingested_total", { kind: "events" })), 32, "and counts nothing else");
 });
 
+t.test("a retried create_events counts its events once: only the events really stored (E3, G8)", async (t) => {
+  const api = await build(t, { metricsToken: TOKEN });
+  const jwt = await api.session("retried");
+  const events = (ids: string[]) => ({ events: ids.map((id) => ({ type: "tool", id, name: id })) });
+  const ingested = async () => (await scrape(t, api)).get(key("agentmon_ingested_total", { kind: "events" }));
+
+  const first = await api.withJwt("/v2/create_events", events(["r-1", "r-2", "r-3"]), jwt);
+  t.equal(first.statusCode, 200);
+  t.equal(await ingested(), 3, "3 events stored");
+  const retry = await api.withJwt("/v2/create_events", events(["r-1", "r-2", "r-3"]), jwt);
+  t.equal(retry.statusCode, 200, "the retry succeeds (G8)");
+  t.same(retry.json(), first.json(), "with the same answer");
+  t.equal(await ingested(), 3, "and counts nothing: its events were there already");
+  const more = await api.withJwt("/v2/create_events", events(["r-3", "r-4", "r-4"]), jwt);
+  t.equal(more.statusCode, 200);
+  t.equal(await ingested(), 4, "a retry with one new id (sent twice): 1 more");
+  const unversioned = await api.withJwt("/create_events", events(["r-1", "r-5"]), jwt);
+  t.equal(unversioned.statusCode, 200);
+  t.equal(await ingested(), 5, "the unversioned path the same");
+});
+
 // ----------------------------------------------------------------------------- protection
 
 t.test("without AGENTMON_METRICS_TOKEN the main port answers 404, whatever the credential", async (t) => {

@@ -187,12 +187,52 @@ export function formatDuration(ms) {
 
 export const formatInt = (n) => (typeof n === "number" ? n.toLocaleString("en-US") : "—");
 
-/** The stats' cost (a decimal string, S6) as dollars: "$0.0000021", "$1.50". */
+/** A number as the shortest decimal that reads back as it (String's digits), never 2.1e-7. */
+function decimalText(n) {
+  const [mantissa, exponent] = String(n).split("e");
+  if (exponent === undefined) return mantissa;
+  const sign = mantissa.startsWith("-") ? "-" : "";
+  const [int, fraction = ""] = mantissa.replace("-", "").split(".");
+  const digits = `${int}${fraction}`;
+  const point = int.length + Number(exponent);
+  if (point <= 0) return `${sign}0.${"0".repeat(-point)}${digits}`;
+  if (point >= digits.length) return `${sign}${digits}${"0".repeat(point - digits.length)}`;
+  return `${sign}${digits.slice(0, point)}.${digits.slice(point)}`;
+}
+
+/**
+ * A cost as people write money (issue 27): dollars and cents, "$73.44", "$1,234.50", "$0.00";
+ * an amount under a cent with two significant digits, so that it does not read as nothing:
+ * "$0.0042", "$0.000089", "$0.0000021". Rounded half up, from the decimal string the API gives
+ * (the stats' cost, S6) without float arithmetic; an event's cost is a JSON number, read as the
+ * decimal it prints as (0.995, not 0.99499…). Everything the UI shows as money goes here.
+ */
 export function formatCost(cost) {
-  if (typeof cost === "string") return `$${cost}`;
-  // An event's cost is a JSON number: never in exponent notation (2.1e-7) on the page.
-  if (typeof cost === "number") return `$${cost.toFixed(12).replace(/\.?0+$/, "")}`;
-  return "—";
+  const text = typeof cost === "number" && Number.isFinite(cost) ? decimalText(cost) : cost;
+  if (typeof text !== "string") return "—";
+  const match = /^(-?)(\d+)(?:\.(\d*))?$/.exec(text.trim());
+  if (!match) return `$${text}`;
+  const [, sign, whole, fraction = ""] = match;
+  /** The amount rounded half up to `scale` decimals, as an integer of that many decimals. */
+  const scaled = (scale) => {
+    const digits = BigInt(`${whole}${fraction.slice(0, scale).padEnd(scale, "0")}`);
+    return (fraction[scale] ?? "0") >= "5" ? digits + 1n : digits;
+  };
+  let scale = 2;
+  const firstDigit = fraction.search(/[1-9]/);
+  // Under a cent (no digit before the third decimal): two significant digits, unless they round
+  // up to a cent or more.
+  if (/^0+$/.test(whole) && firstDigit >= 2 && scaled(firstDigit + 2) < 10n ** BigInt(firstDigit)) {
+    scale = firstDigit + 2;
+  }
+  const digits = scaled(scale)
+    .toString()
+    .padStart(scale + 1, "0");
+  const units = digits.slice(0, -scale).replace(/\B(?=(\d{3})+$)/g, ",");
+  let cents = digits.slice(-scale);
+  if (scale > 2) cents = cents.replace(/0+$/, "");
+  const negative = sign === "-" && /[1-9]/.test(digits);
+  return `${negative ? "-" : ""}$${units}.${cents}`;
 }
 
 /** The end-state badge; a session without one is still running (or never said how it ended). */

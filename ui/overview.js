@@ -269,7 +269,7 @@ function drawCharts(points) {
   charts = [
     barChart(document.getElementById("chart-cost"), {
       x,
-      axisFormat: (v) => `$${Number(v.toPrecision(3))}`,
+      axisFormat: (v) => formatCost(v),
       series: [
         {
           label: "Cost",

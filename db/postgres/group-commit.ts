@@ -103,9 +103,11 @@ export const INSERT_EVENTS = `INSERT INTO events (session_pk, ${EVENT_COLUMNS.jo
  * order of their session and id (two groups that share rows then wait for one another rather
  * than deadlock), and in call order for two copies of one id (the first stays: E3), all in the
  * statement's own atomic
- * snapshot. Answers one row per call: its session's pk (null: not a session of the project) and
- * whether its key is live. A group of nothing but create_events is this one round trip, with no
- * BEGIN or COMMIT of its own.
+ * snapshot. Answers one row per call: its session's pk (null: not a session of the project),
+ * whether its key is live, and how many rows its session got (`stored`: a retry's rows are there
+ * already and are not counted, G8), with their ids when another call of the group names the same
+ * session (then eventsStored tells whose they are). A group of nothing but create_events is this
+ * one round trip, with no BEGIN or COMMIT of its own.
  */
 const GROUP_EVENTS = `WITH calls AS (
     SELECT * FROM unnest($1::int4[], $2::text[], $3::text[], $4::text[]) AS c (call, session_id, project_id, key_id)
@@ -123,8 +125,13 @@ const GROUP_EVENTS = `WITH calls AS (
     JOIN verdicts v ON v.call = r.call AND v.live AND v.pk IS NOT NULL
     ORDER BY v.pk, r.id, r.ord
     ON CONFLICT (session_pk, id) DO NOTHING
+    RETURNING session_pk, id
+  ), stored AS (
+    SELECT session_pk, count(*)::int4 AS n, array_agg(id) AS ids FROM added GROUP BY session_pk
   )
-  SELECT call, pk, live FROM verdicts`;
+  SELECT v.call, v.pk, v.live, coalesce(s.n, 0) AS stored,
+    CASE WHEN count(*) OVER (PARTITION BY v.pk) > 1 THEN s.ids END AS ids
+  FROM verdicts v LEFT JOIN stored s ON s.session_pk = v.pk`;
 
 /** The parameters of INSERT_EVENTS for these rows, each with its session's pk, then their search_words. */
 export function eventColumns(rows: { pk: number; row: EventRow }[]): unknown[][] {
@@ -158,9 +165,13 @@ export class PgGroupCommit {
     return this.#figures.snapshot(this.#queue.length, this.#queuedRows);
   }
 
-  /** Queues create_events rows for a session; true once committed, false: not a session of the project. */
-  events(projectId: string, sessionId: string, rows: EventRow[], keyId?: string): Promise<boolean> {
-    return this.#enqueue({ kind: "events", projectId, sessionId, rows, keyId }, rows.length) as Promise<boolean>;
+  /**
+   * Queues create_events rows for a session; once committed, answers how many rows it stored (the
+   * others were stored already, E3), false: not a session of the project.
+   */
+  events(projectId: string, sessionId: string, rows: EventRow[], keyId?: string): Promise<number | false> {
+    const call = { kind: "events" as const, projectId, sessionId, rows, keyId };
+    return this.#enqueue(call, rows.length) as Promise<number | false>;
   }
 
   /** Queues any other write; it runs in the group's transaction and settles once that commits. */
@@ -328,7 +339,7 @@ async function insertEvents(client: Tx, group: Queued[], outcomes: (Outcome | un
   if (calls.length === 0) return;
   const rows = calls.flatMap(({ call, index }) => call.rows.map((row) => ({ pk: index, row })));
   const columns = eventColumns(rows);
-  const { rows: verdicts } = await client.query<{ call: number; pk: number | null; live: boolean }>({
+  const { rows: verdicts } = await client.query<Verdict>({
     name: "agentmon_group_events",
     text: GROUP_EVENTS,
     values: [
@@ -339,9 +350,45 @@ async function insertEvents(client: Tx, group: Queued[], outcomes: (Outcome | un
       ...columns,
     ],
   });
+  const stored = eventsStored(group, verdicts);
   for (const { call, pk, live } of verdicts) {
-    outcomes[call] = !live ? { ok: false, error: new KeyRevoked() } : { ok: true, value: pk !== null };
+    outcomes[call] = !live
+      ? { ok: false, error: new KeyRevoked() }
+      : { ok: true, value: pk !== null && (stored[call] ?? 0) };
   }
+}
+
+interface Verdict {
+  call: number;
+  pk: number | null;
+  live: boolean;
+  /** Rows stored for the call's session by the statement. */
+  stored: number;
+  /** Their ids, when more than one call of the group names that session. */
+  ids: string[] | null;
+}
+
+/**
+ * How many rows each call stored, by call index. A session named by one call of the group: the
+ * session's count. Named by several: GROUP_EVENTS inserts in call order within a session and id,
+ * so each stored id belongs to the first of those calls that sent it.
+ */
+function eventsStored(group: Queued[], verdicts: Verdict[]): number[] {
+  const stored: number[] = new Array(group.length).fill(0);
+  const shared = new Map<number, Set<string>>();
+  for (const { call, pk, stored: n, ids } of [...verdicts].sort((a, b) => a.call - b.call)) {
+    if (pk === null) continue;
+    if (ids === null) {
+      stored[call] = n;
+      continue;
+    }
+    const left = shared.get(pk) ?? new Set(ids);
+    shared.set(pk, left);
+    const work = group[call];
+    if (work?.kind !== "events") continue;
+    stored[call] = work.rows.filter((row) => left.delete(row[ROW.id] as string)).length;
+  }
+  return stored;
 }
 
 /** A call of the group in a savepoint of its own (unless it is alone): its own error undoes it alone. */

@@ -78,10 +78,11 @@ export function eventStatements(db: Db, totals: TotalsStatements, search: Search
       };
     },
     /**
-     * Stores the rows not already stored under their id; true (the session was found). `words`,
-     * when given, are each row's words for the search index (wordsOf), in the order of `rows`.
+     * Stores the rows not already stored under their id and answers how many it stored (E3: a
+     * retry's rows are there already, G8). `words`, when given, are each row's words for the
+     * search index (wordsOf), in the order of `rows`.
      */
-    insert(pk: number, rows: EventRow[], words?: string[]): true {
+    insert(pk: number, rows: EventRow[], words?: string[]): number {
       const added: EventRow[] = [];
       const addedWords: string[] = [];
       let first = 0;
@@ -101,7 +102,7 @@ export function eventStatements(db: Db, totals: TotalsStatements, search: Search
       // The words go with the pks lo..hi in order; rows always take the next pk, but should they
       // not, the index reads the stored bodies instead.
       if (first !== 0) search(first, last, words && contiguous ? JSON.stringify(addedWords) : null);
-      return true;
+      return added.length;
     },
     /** All or nothing, inside the caller's transaction: each event is read once and written once. */
     update(pk: number, patches: EventPatch[], apply: EventPatcher): UpdateEventsResult {

@@ -47,7 +47,7 @@ export interface SqliteStore extends Store {
     rows: EventRow[],
     keyId?: string,
     words?: string[],
-  ): Promise<boolean>;
+  ): Promise<number | false>;
 }
 
 export interface StoreOptions {
@@ -116,7 +116,7 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
     write(rowsOf(writes), keyId, projectId, () => traces.ingest(projectId, writes));
   const insertEventRows = (projectId: string, sessionId: string, rows: EventRow[], keyId?: string, words?: string[]) =>
     write(rows.length, keyId, projectId, () =>
-      inSession(projectId, sessionId, (pk) => events.insert(pk, rows, words), false),
+      inSession<number | false>(projectId, sessionId, (pk) => events.insert(pk, rows, words), false),
     );
 
   return typedErrors({

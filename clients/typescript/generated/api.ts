@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 981335ef14d20f4ab22fa4252557b56e4393032c2e1a0923b6798ad84708556e. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 0e9e1ab0ba84e1daa23e941395d2ae0e6dfe66432bdec0f62de18dc7ad7705aa. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -1032,8 +1032,9 @@ export interface paths {
          *     - `agentmon_inflight_bytes`, the bytes of request bodies read or held in flight, and
          *       `agentmon_inflight_limit_bytes`, their budget (O5);
          *     - `agentmon_ingested_total` by `kind`: `sessions` created (by create_session or by an
-         *       OTLP trace), `events` sent in create_events
-         *       calls that succeeded (a retried event counts again), OTLP `spans` and GenAI
+         *       OTLP trace), `events` stored by create_events calls that succeeded (an event whose id
+         *       the session already holds, a retry's, is not stored again and not counted: E3, G8),
+         *       OTLP `spans` and GenAI
          *       `log_records` accepted; `agentmon_rejected_total` by `kind`: the spans and log records
          *       refused one by one inside a partial success (T8);
          *     - storage: `agentmon_storage_queued_calls`/`_rows` (waiting for a group transaction),
@@ -4211,7 +4212,7 @@ export interface operations {
                 };
                 content: {
                     /**
-                     * @example # HELP agentmon_ingested_total Taken in by calls that succeeded: sessions created, events sent to create_events, OTLP spans and GenAI log records accepted
+                     * @example # HELP agentmon_ingested_total Taken in by calls that succeeded: sessions created, events stored by create_events (a retry's, already stored, not counted), OTLP spans and GenAI log records accepted
                      *     # TYPE agentmon_ingested_total counter
                      *     agentmon_ingested_total{kind="sessions"} 12
                      *     agentmon_ingested_total{kind="events"} 4810

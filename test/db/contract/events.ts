@@ -16,21 +16,22 @@ export function eventContract(t: Test, { fresh }: Fixtures) {
       event("e2", { cost: 0.5, cost_source: "client" }),
       event("t", { type: "tool", cost: 9, cost_source: "client" }),
     ];
-    t.equal(await store.insertEvents(p, "s1", stored), true);
+    t.equal(await store.insertEvents(p, "s1", stored), 3, "the number of events stored");
     t.equal(
       await store.insertEvents(p, "s1", [event("e1", { cost: 100, model: "changed", cost_source: "client" })]),
-      true,
-      "a retry is accepted",
+      0,
+      "a retry is accepted, and stores nothing (G8)",
     );
+    t.equal(await store.insertEvents(p, "s1", [...stored, event("e3")]), 1, "a retry with one more: that one");
     t.equal(
       await store.insertEvents(p, "s2", [event("e1", { cost: 1, cost_source: "client" })]),
-      true,
+      1,
       "the same id in another session is another event",
     );
     t.equal(await store.insertEvents(p, "nope", [event("x")]), false, "unknown session");
     t.equal(await store.insertEvents(other, "s1", [event("x")]), false, "session of another project");
     const s1 = await snapshot(p, "s1");
-    t.same(s1?.events.map((e) => e.id).sort(), ["e1", "e2", "t"]);
+    t.same(s1?.events.map((e) => e.id).sort(), ["e1", "e2", "e3", "t"]);
     t.equal(s1?.events.find((e) => e.id === "e1")?.cost, 0.25, "the first copy stays");
     t.strictSame(
       s1?.events.find((e) => e.id === "e1"),
@@ -40,13 +41,13 @@ export function eventContract(t: Test, { fresh }: Fixtures) {
     t.equal(s1?.totals.cost, 0.75, "only llm events count");
     t.equal((await snapshot(p, "s2"))?.totals.cost, 1);
 
-    t.equal(await store.insertEvents(p, "s2", [event("d", { model: "first" }), event("d", { model: "second" })]), true);
+    t.equal(await store.insertEvents(p, "s2", [event("d", { model: "first" }), event("d", { model: "second" })]), 1);
     t.equal(
       (await snapshot(p, "s2"))?.events.find((e) => e.id === "d")?.model,
       "first",
       "twice in one call: the first",
     );
-    t.equal(await store.insertEvents(p, "s2", []), true, "an empty list, for a session of the project");
+    t.equal(await store.insertEvents(p, "s2", []), 0, "an empty list, for a session of the project");
 
     const full = eventAt(
       NASTY,
@@ -70,7 +71,7 @@ export function eventContract(t: Test, { fresh }: Fixtures) {
     );
     const { cost_source: _paid, ...paid } = event("no-source", { cost: 2 });
     const { cost_source: _free, ...free } = event("no-cost");
-    t.equal(await store.insertEvents(p, "s1", [full, paid, free]), true);
+    t.equal(await store.insertEvents(p, "s1", [full, paid, free]), 3);
     const events = (await snapshot(p, "s1"))?.events ?? [];
     sameData(
       t,
@@ -95,6 +96,21 @@ export function eventContract(t: Test, { fresh }: Fixtures) {
       full,
       "listEventsPage gives the same",
     );
+  });
+
+  t.test("insertEvents: calls queued together for one session count each stored event once, first come", async (t) => {
+    const { store, p } = await fresh(t);
+    await store.createSession(p, newSession("s"));
+    await store.createSession(p, newSession("t"));
+    // Not awaited one by one, so that a store that groups calls (both do) commits them together.
+    const answers = await Promise.all([
+      store.insertEvents(p, "s", [event("a"), event("b")]),
+      store.insertEvents(p, "s", [event("b"), event("c")]),
+      store.insertEvents(p, "t", [event("a")]),
+      store.insertEvents(p, "s", [event("a"), event("c")]),
+      store.insertEvents(p, "s", [event("d")]),
+    ]);
+    t.same(answers, [2, 1, 1, 0, 1], "each id counted for the first call that sent it");
   });
 
   t.test("totals: counts per kind, token and cost sums over llm events, first and last instants", async (t) => {

@@ -198,7 +198,7 @@ export function sessionContract(t: Test, { fresh }: Fixtures) {
     t.strictSame(again?.agents, [], "no agent is left");
     t.strictSame(again?.totals, NO_TOTALS);
     t.equal(again?.session.tags, null, "the new session is the new one");
-    t.equal(await store.insertEvents(p, "s", [event("e1", { model: "new" })]), true);
+    t.equal(await store.insertEvents(p, "s", [event("e1", { model: "new" })]), 1);
     t.equal((await snapshot(p, "s"))?.events[0]?.model, "new", "an old event id is new again");
   });
 }
