@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 7f39b9603986137884b308dc2efb27fb45dfe7552848f38343f26e29007164e4. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 cc4e9e49c3d589dc9a974e82d5545fee8eae3157f8bfb342908c8be168483259. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
