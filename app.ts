@@ -12,7 +12,7 @@ import { createHandlers } from "./handlers/index.ts";
 import { credentials } from "./http/auth.ts";
 import { bodies } from "./http/body.ts";
 import { docs } from "./http/docs.ts";
-import { clientError, errorAnswers, sendError, toApiError } from "./http/errors.ts";
+import { clientError, errorAnswers, hostRequired, sendError, toApiError } from "./http/errors.ts";
 import { holdWhileHandling } from "./http/inflight.ts";
 import { backpressure, timeouts } from "./http/limits.ts";
 import { requestMetrics } from "./http/metrics.ts";
@@ -100,6 +100,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     return503OnClosing: false,
   });
 
+  hostRequired(app); // the first hook: a request without Host is refused before all else
   validateEveryBody(app);
   const credentialChecks = await credentials(app, { ...options, now, routes });
   const pressure = await backpressure(app, options.maxEventLoopDelayMs);

@@ -26,6 +26,16 @@ import {
   sumGroups,
 } from "../domain/analytics.ts";
 
+/**
+ * A field name the SQL of Dialect.bodyText spells into its text (a JSON path on SQLite, a quoted
+ * key on PostgreSQL): only the fixed names of this file (`name`, `trigger_event_id`), never request
+ * text, and checked so that it stays so (decision 031).
+ */
+export function fieldName(field: string): string {
+  if (!/^[a-z_]+$/.test(field)) throw new Error(`bodyText takes a fixed field name, not ${JSON.stringify(field)}`);
+  return field;
+}
+
 export interface Dialect {
   /** The larger of two integer expressions. */
   greatest(a: string, b: string): string;

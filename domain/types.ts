@@ -234,8 +234,9 @@ export interface SessionFilter {
   /** An llm event of this model (session_models). */
   model?: string;
   /**
-   * Top-level fields of the session's extra, each equal to its value: a string as it is, a
-   * number by its decimal text, a boolean as true or false; null, objects and arrays never match.
+   * Top-level fields of the session's extra (each key a name, never a path), each matching its
+   * text as domain/extra.ts says: a string holding it exactly, a number of the same value when it
+   * is a JSON number, the boolean when it is true or false; null, objects and arrays never.
    */
   extra?: Record<string, string>;
   /** The session's cost, rounded to 12 decimals as token_cost shows it, within [min_cost, max_cost]. */

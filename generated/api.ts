@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 0e9e1ab0ba84e1daa23e941395d2ae0e6dfe66432bdec0f62de18dc7ad7705aa. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 764fac5e867bb1e83c2ff25036d2b849f8377113fb6175ce5710c1f7a5d666e0. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -332,10 +332,18 @@ export interface paths {
          *     - `extra.<key>=<value>`, repeatable with different keys (`?extra.customer=acme&extra.env=prod`):
          *       the session's own unknown fields (the `extra` of create_session/update_session, shown
          *       at the top level of `session`) hold `<key>` at the top level with this value. The value
-         *       is compared as text: a JSON string as it is (no quotes), a number by its literal text as
-         *       it was sent (`extra.retries=3` matches `3`, not `3.0`), `true` or `false`; a null, an
-         *       object or an array never matches. Keys are case-sensitive and matched whole (a dot in
-         *       `<key>` is part of the name, not a path). What clients put there: the AgentOps SDK 0.3
+         *       is text, and matches a string holding exactly that text (no quotes, case-sensitive; `%`,
+         *       `_` and `*` are characters, not patterns); when it is a JSON number (`3`, `-0.5`,
+         *       `3.0`, `1e2`; not `+3`, `03`, `.5` or `3.`), also a number of the same value, as a
+         *       64-bit float: JSON keeps no spelling of a number, and a session sent with
+         *       `"retries": 3.0` holds and shows `3`, so `extra.retries=3`, `3.0` and `3e0` all match
+         *       it, and `extra.size=1e2` matches `100`; when it is `true` or `false`, also that
+         *       boolean (so `extra.flag=true` matches `true` and `"true"`). A null, an object or an
+         *       array never matches (`extra.video=null` matches only the string `"null"`). Keys are
+         *       case-sensitive and matched whole, as names: a dot, a quote, a backslash, `$` or
+         *       brackets in `<key>` are part of the name, never a path (`extra.a.b` is the field
+         *       `"a.b"`, not `b` inside `a`). A NUL (`%00`) in a key or a value is a 400 naming the
+         *       parameter (decision 017). What clients put there: the AgentOps SDK 0.3
          *       sends `is_running` (a boolean), `video` (a string or null) and objects such as
          *       `config` and `event_counts`; a session made from an OTLP trace holds `root_name` (the
          *       root span's name), `root_span_id` and `service_name` (the resource's `service.name`),
@@ -1826,8 +1834,10 @@ export interface components {
         /**
          * @description The list's `extra.<key>=<value>` filters as one object: each field is a top-level
          *     field of the session's extra that must hold this value, compared as the list compares
-         *     it (a string as it is, a number by its literal text, true or false). A number or a
-         *     boolean given here is compared by its JSON text (`3` as `"3"`, `true` as `"true"`).
+         *     it: a string value is the query's text (it matches a string holding exactly it, a number
+         *     of the same value when it is a JSON number, the boolean when it is `true` or `false`). A
+         *     number or a boolean given here is read as its JSON text would be (`3` as `"3"`: it
+         *     matches the number 3, `3.0` too, and the string `"3"`; `true` as `"true"`).
          */
         ExtraFilter: {
             [key: string]: string | number | boolean;

@@ -3,6 +3,7 @@
  * service, a storage adapter, Fastify, ajv, Node's HTTP parser), leaves as a contract G2 body
  * with its status. Nothing internal reaches the client.
  */
+import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { Conflict, KeyRevoked, SchemaMismatch, StorageFault } from "../db/errors.ts";
@@ -111,6 +112,38 @@ export function clientError(err: NodeJS.ErrnoException, socket: Duplex) {
     );
   }
   socket.destroy();
+}
+
+/**
+ * RFC 9112 §3.2: an HTTP/1.1 request without a Host header, or with more than one, is a 400
+ * (an empty one too, as Node refused it). Node answers the missing one itself with a bare 400 and
+ * no body (its `requireHostHeader`, turned off in http/limits.ts's server options and in the
+ * metrics listener's), before any hook could give it a G2 body; so it is refused here instead.
+ * Node keeps only the first of several Host lines, so those are counted in the raw headers. An
+ * HTTP/1.0 request may have no Host, as Node allows it. Answers the message, or undefined.
+ */
+export function hostProblem(req: IncomingMessage): string | undefined {
+  if (req.httpVersionMajor !== 1 || req.httpVersionMinor !== 1) return undefined;
+  let hosts = 0;
+  for (let i = 0; i < req.rawHeaders.length; i += 2) {
+    if ((req.rawHeaders[i] as string).toLowerCase() === "host") hosts++;
+  }
+  if (hosts === 1 && req.headers.host) return undefined;
+  return hosts > 1
+    ? "An HTTP/1.1 request must have one Host header, not several (RFC 9112 section 3.2)"
+    : "An HTTP/1.1 request must have a Host header naming the server (RFC 9112 section 3.2)";
+}
+
+/**
+ * hostProblem's 400, in the first hook of every route (and of the 404 and 405 answers), through
+ * the error handler: a G2 body (an OTLP route's Status), before credentials are read; the
+ * connection is then closed, as Node closed it.
+ */
+export function hostRequired(app: FastifyInstance) {
+  app.addHook("onRequest", async (req) => {
+    const problem = hostProblem(req.raw);
+    if (problem) throw new ApiError(400, { error: "Bad request", message: problem }, { connection: "close" });
+  });
 }
 
 /** Sends an error as its G2 answer. */

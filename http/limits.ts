@@ -17,6 +17,8 @@ export function timeouts(requestTimeoutMs = 30_000, keepAliveTimeoutMs = 72_000)
     http: {
       headersTimeout: requestTimeoutMs > 0 ? Math.min(10_000, requestTimeoutMs) : 10_000,
       connectionsCheckingInterval: Math.max(100, Math.min(1000, requestTimeoutMs / 10 || 1000)),
+      // Node's own answer to a request without Host has no body: http/errors.ts hostRequired gives a G2 one.
+      requireHostHeader: false,
     },
   };
 }

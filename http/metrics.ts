@@ -11,6 +11,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { SchemaMismatch, StorageFault } from "../db/errors.ts";
 import { ApiError, notFound } from "../domain/errors.ts";
 import { METRICS_CONTENT_TYPE, type Metrics, type Rejection } from "../services/metrics.ts";
+import { clientError, hostProblem } from "./errors.ts";
 import { InflightRefusal } from "./inflight.ts";
 import type { Routes } from "./routes.ts";
 
@@ -105,10 +106,15 @@ function answer(res: ServerResponse, status: number, body: object, headers: Reco
  * only Prometheus reaches it.
  */
 export async function metricsListener(metrics: Metrics, host: string, port: number): Promise<MetricsListener> {
-  const server = createServer({ requestTimeout: 10_000, headersTimeout: 10_000 }, (req, res) => {
-    void serveMetrics(metrics, req, res);
-  });
+  // Node's own 400 for a request without Host has no body: hostProblem answers it with one.
+  const server = createServer(
+    { requestTimeout: 10_000, headersTimeout: 10_000, requireHostHeader: false },
+    (req, res) => {
+      void serveMetrics(metrics, req, res);
+    },
+  );
   server.keepAliveTimeout = 72_000;
+  server.on("clientError", clientError); // broken HTTP gets a G2 body here too
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, host, () => {
@@ -130,6 +136,11 @@ export async function metricsListener(metrics: Metrics, host: string, port: numb
 
 async function serveMetrics(metrics: Metrics, req: IncomingMessage, res: ServerResponse) {
   const path = (req.url ?? "").split("?")[0];
+  const problem = hostProblem(req);
+  if (problem) {
+    answer(res, 400, { error: "Bad request", message: problem }, { connection: "close" });
+    return;
+  }
   if (path !== "/metrics") {
     answer(res, 404, { error: "Not found", message: "This port serves only GET /metrics" });
     return;

@@ -37,9 +37,10 @@ fi
 # (STORE=sqlite-thread; test/helper.ts build()), the store production uses for a file database.
 # Left out: files that never call build() (crash, layers, openapi), and the costly ones whose time
 # goes elsewhere than the store: fuzz (30 s; its round trips are in the Store contract, which runs
-# on the thread), browser (Chromium), server, overload and shutdown (mostly child processes, which
-# use the storage thread anyway), the CLI's (cost.cli, container: child processes too), and
-# client.pack (npm pack and tsc: its subject is the package, not the store).
+# on the thread; fuzz.names is in, with a tenth of its SQLite cases, since the names and headers it
+# fuzzes reach each engine's own SQL), browser (Chromium), server, overload and shutdown (mostly
+# child processes, which use the storage thread anyway), the CLI's (cost.cli, container: child
+# processes too), and client.pack (npm pack and tsc: its subject is the package, not the store).
 # Each build() here starts a storage thread: about 0.2-0.4 s a test.
 THREAD_TESTS=(
   test/analytics.*.test.ts test/attacks.*.test.ts test/auth.*.test.ts test/cost.bills.test.ts test/cost.migration.test.ts
@@ -47,6 +48,7 @@ THREAD_TESTS=(
   test/general.*.test.ts test/limits.l*.test.ts test/read.*.test.ts test/replay.test.ts test/sessions.*.test.ts
   test/ui.test.ts test/otlp.t1-t4.test.ts test/otlp.t5-t7.test.ts test/otlp.replay.test.ts test/metrics.test.ts
   test/client.test.ts test/compat.*.test.ts test/otlp.grpc.test.ts test/otlp.grpc.clients.test.ts
+  test/fuzz.names.test.ts
 )
 
 # The HTTP tests a third time on PostgreSQL (STORE=postgres; a database per build(), test/postgres.ts),

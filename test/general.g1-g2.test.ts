@@ -3,6 +3,7 @@
  * HTTP (app.inject) on a real `:memory:` SQLite store. Each top-level test is one rule; every
  * subtest name starts with its id. G3..G8 are in the other general.*.test.ts files.
  */
+import { connect } from "node:net";
 import { gzipSync } from "node:zlib";
 import type { LightMyRequestResponse } from "fastify";
 import t from "tap";
@@ -243,5 +244,61 @@ t.test("G2: every failure is {error, message, details?}; details paths are dotte
       t.equal(body.error, "Service unavailable");
       t.match(res.headers["retry-after"], /^\d+$/);
     }
+  });
+
+  t.test("G2: a request without Host, over a real socket, is a 400 with a G2 body, not Node's bare 400", async (t) => {
+    const api = await build(t);
+    await api.app.listen({ port: 0, host: "127.0.0.1" });
+    const address = api.app.server.address();
+    if (address === null || typeof address === "string") throw new Error("not listening on a port");
+    /** Sends raw HTTP/1.x and answers all the server wrote before it closed the connection. */
+    const exchange = (request: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = connect(address.port, "127.0.0.1");
+        let received = "";
+        socket.setEncoding("utf8");
+        socket.on("data", (chunk: string) => {
+          received += chunk;
+        });
+        socket.on("error", reject);
+        socket.on("close", () => resolve(received));
+        socket.write(request);
+      });
+    const parse = (raw: string) => {
+      const [head = "", body = ""] = raw.split("\r\n\r\n");
+      return { status: Number(head.split(" ")[1]), head: head.toLowerCase(), body };
+    };
+    const refused = [
+      ["GET /healthz", "GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n", "a Host header naming"],
+      [
+        "with an API key",
+        `GET /v2/sessions HTTP/1.1\r\nX-Agentmon-Api-Key: ${API_KEY}\r\n\r\n`,
+        "a Host header naming",
+      ],
+      ["an unknown path", "GET /nowhere HTTP/1.1\r\n\r\n", "a Host header naming"],
+      [
+        "a body",
+        "POST /v2/create_session HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+        "a Host header naming",
+      ],
+      ["an empty Host", "GET /healthz HTTP/1.1\r\nHost:\r\n\r\n", "a Host header naming"],
+      ["two Host lines", "GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", "one Host header, not several"],
+    ] as const;
+    for (const [name, request, says] of refused) {
+      const answer = parse(await exchange(request));
+      t.equal(answer.status, 400, `${name}: 400`);
+      t.match(answer.head, /content-type: application\/json/, `${name}: a JSON body`);
+      t.match(answer.head, /connection: close/, `${name}: and the connection is closed`);
+      const body = JSON.parse(answer.body);
+      t.same(Object.keys(body).sort(), ["error", "message"], `${name}: {error, message}`);
+      t.equal(body.error, "Bad request");
+      t.match(body.message, says, `${name}: the message says what is missing`);
+    }
+    const ok = parse(await exchange("GET /healthz HTTP/1.1\r\nHost: agentmon\r\nConnection: close\r\n\r\n"));
+    t.equal(ok.status, 200, "with Host: 200");
+    const old = parse(await exchange("GET /healthz HTTP/1.0\r\n\r\n"));
+    t.equal(old.status, 200, "HTTP/1.0 without Host: 200, as Node allows it");
+    const listed = await api.inject({ method: "GET", url: "/v2/sessions", headers: { "x-agentmon-api-key": API_KEY } });
+    t.strictSame(listed.json().sessions, [], "the create_session without Host stored nothing");
   });
 });

@@ -4,7 +4,7 @@
  * ingested, the group commit's calls and rows); the token of the main port and the 404 without
  * one; the port of its own; the storage thread's figures (STORE=sqlite-thread, scripts/check.sh).
  */
-import type { AddressInfo } from "node:net";
+import { type AddressInfo, connect } from "node:net";
 import t, { type Test } from "tap";
 import { StorageFault } from "../db/errors.ts";
 import { openDb } from "../db/sqlite/open.ts";
@@ -355,6 +355,28 @@ t.test(
       t.equal(other.status, 405, `${method}: 405`);
       t.equal(other.headers.get("allow"), "GET, HEAD");
       t.match(await other.json(), { error: "Method not allowed" });
+    }
+
+    // Raw HTTP/1.1 without Host, and a request that is not HTTP: G2 bodies, not Node's bare 400.
+    for (const [request, says] of [
+      ["GET /metrics HTTP/1.1\r\n\r\n", /Host header/],
+      ["NOT HTTP\r\n\r\n", /not valid HTTP/],
+    ] as const) {
+      const raw = await new Promise<string>((resolve, reject) => {
+        const socket = connect(Number(port), "127.0.0.1");
+        let received = "";
+        socket.setEncoding("utf8");
+        socket.on("data", (chunk: string) => {
+          received += chunk;
+        });
+        socket.on("error", reject);
+        socket.on("close", () => resolve(received));
+        socket.write(request);
+      });
+      t.match(raw, /^HTTP\/1\.1 400 /, `${JSON.stringify(request)}: 400`);
+      const body = JSON.parse(raw.slice(raw.indexOf("\r\n\r\n") + 4));
+      t.same(Object.keys(body).sort(), ["error", "message"], "a G2 body");
+      t.match(body.message, says);
     }
 
     const taken = await metricsListener(metrics, "127.0.0.1", Number(port)).then(

@@ -16,6 +16,7 @@ import {
   breakdownQuery,
   type Dialect,
   EVENT_ROLLUPS,
+  fieldName,
   type KeyBuckets,
   type KeySums,
   type Query,
@@ -32,7 +33,7 @@ import { conditions } from "./sessions.ts";
 
 export const POSTGRES: Dialect = {
   greatest: (a, b) => `greatest(${a}, ${b})`,
-  bodyText: (column, field) => `((${column})::json ->> '${field}') COLLATE "C"`,
+  bodyText: (column, field) => `((${column})::json ->> '${fieldName(field)}') COLLATE "C"`,
   tagRows: `SELECT DISTINCT s.pk, t.key COLLATE "C" AS key FROM sessions s, unnest(s.tags) AS t(key)
     WHERE s.pk IN (SELECT pk FROM fs0)`,
   ranges: `SELECT (b.o - 1)::int AS i, b.lo, b.hi

@@ -1,5 +1,6 @@
 /** Sessions on PostgreSQL: create, read with totals, update under a row lock, list, delete. */
 import type pg from "pg";
+import { extraFilterJson } from "../../domain/extra.ts";
 import type { SearchMatch, SearchQuery } from "../../domain/search.ts";
 import {
   DEFAULT_SORT,
@@ -213,10 +214,15 @@ export function conditions(projectId: string, filter: SessionFilter, after: Posi
   }
   const extra = Object.entries(filter.extra ?? {});
   if (extra.length > 0) {
-    // Each field: a string as it is, a number by its literal text (json keeps it), true or false.
-    where.push(`(SELECT count(*) FROM json_each_text(${p(json(Object.fromEntries(extra)))}::json) w
-      WHERE json_typeof(s.extra::json -> w.key) IN ('string', 'number', 'boolean')
-        AND s.extra::json ->> w.key = w.value) = ${p(extra.length)}`);
+    // Each field (domain/extra.ts: key -> [text, number or null]) names a top-level field of the
+    // session's extra: `->` and `->>` with a text operand take it as a key, never a path (decision
+    // 031). A string matches the text, a number the number (by value: numeric reads both texts,
+    // each the shortest of its double, exactly), true or false the text; null, objects, arrays nothing.
+    where.push(`(SELECT count(*) FROM json_each(${p(extraFilterJson(Object.fromEntries(extra)))}::json) w
+      WHERE CASE json_typeof(s.extra::json -> w.key)
+        WHEN 'string' THEN s.extra::json ->> w.key = w.value ->> 0
+        WHEN 'number' THEN (s.extra::json ->> w.key)::numeric = (w.value ->> 1)::numeric
+        WHEN 'boolean' THEN s.extra::json ->> w.key = w.value ->> 0 END) = ${p(extra.length)}`);
   }
   if (filter.min_cost !== undefined) where.push(`round(s.cost::numeric, 12) >= ${p(filter.min_cost)}`);
   if (filter.max_cost !== undefined) where.push(`round(s.cost::numeric, 12) <= ${p(filter.max_cost)}`);

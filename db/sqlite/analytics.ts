@@ -17,6 +17,7 @@ import {
   breakdownQuery,
   type Dialect,
   EVENT_ROLLUPS,
+  fieldName,
   type KeyBuckets,
   type KeySums,
   type Query,
@@ -34,7 +35,7 @@ import { filterWhere } from "./sessions.ts";
 
 export const SQLITE: Dialect = {
   greatest: (a, b) => `max(${a}, ${b})`,
-  bodyText: (column, field) => `CAST(json_extract(${column}, '$.${field}') AS TEXT)`,
+  bodyText: (column, field) => `CAST(json_extract(${column}, '$.${fieldName(field)}') AS TEXT)`,
   tagRows:
     "SELECT DISTINCT s.pk, t.value AS key FROM sessions s, json_each(s.tags) t WHERE s.pk IN (SELECT pk FROM fs0)",
   // Both bounds from one row, so that each range is one index range of sessions (a join of two

@@ -1,5 +1,6 @@
 /** Sessions: create, read with totals, update, list with filters and keyset pages, delete. */
 import type Database from "better-sqlite3";
+import { extraFilterJson } from "../../domain/extra.ts";
 import {
   DEFAULT_SORT,
   type DeleteBatch,
@@ -52,11 +53,15 @@ const CONDITIONS = {
   after_desc_expr: "KEY <= @after_us AND (KEY < @after_us OR s.id < @after_id)",
   after_asc_expr: "KEY >= @after_us AND (KEY > @after_us OR s.id > @after_id)",
   model: "EXISTS (SELECT 1 FROM session_models m WHERE m.model = @model AND m.session_pk = s.pk)",
-  // Each field of @extra: a string as it is, a number by its literal text, true or false.
-  extra: `(SELECT count(*) FROM json_each(@extra) w
-          WHERE CASE json_type(s.extra -> w.key) WHEN 'text' THEN s.extra ->> w.key
-            WHEN 'integer' THEN s.extra -> w.key WHEN 'real' THEN s.extra -> w.key
-            WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' END = w.value) = @extra_count`,
+  // Each field of @extra (domain/extra.ts: key -> [text, number or null]) names a top-level field
+  // of the session's extra, found by comparing keys as values (json_each's key), never as a path:
+  // `s.extra ->> key` would read `a.b` or `$.a` as a path, and a quote or backslash in it
+  // as a malformed one (decision 031). A string matches the text, a number the number (by value),
+  // true or false the text `true` or `false`; null, objects and arrays nothing.
+  extra: `(SELECT count(*) FROM json_each(@extra) w, json_each(s.extra) x
+          WHERE x.key = w.key AND CASE x.type WHEN 'text' THEN x.value = w.value ->> 0
+            WHEN 'integer' THEN x.value = w.value ->> 1 WHEN 'real' THEN x.value = w.value ->> 1
+            WHEN 'true' THEN w.value ->> 0 = 'true' WHEN 'false' THEN w.value ->> 0 = 'false' END) = @extra_count`,
   min_cost: "round(s.cost, 12) >= @min_cost",
   max_cost: "round(s.cost, 12) <= @max_cost",
   min_duration: "s.duration_us >= @min_duration_us",
@@ -133,7 +138,7 @@ function listQuery(
   if (filter.model !== undefined) add("model", { model: filter.model });
   const extra = Object.entries(filter.extra ?? {});
   if (extra.length > 0) {
-    add("extra", { extra: json(Object.fromEntries(extra)), extra_count: extra.length });
+    add("extra", { extra: extraFilterJson(Object.fromEntries(extra)), extra_count: extra.length });
   }
   if (filter.min_cost !== undefined) add("min_cost", { min_cost: filter.min_cost });
   if (filter.max_cost !== undefined) add("max_cost", { max_cost: filter.max_cost });
