@@ -126,6 +126,8 @@ export async function otlpGrpcListener(app: FastifyInstance, options: GrpcOption
   const grpc = await import("@grpc/grpc-js");
   const server: Server = new grpc.Server({
     "grpc.max_receive_message_length": options.bodyLimit,
+    // No channelz service is served, so its per-call bookkeeping is not kept either.
+    "grpc.enable_channelz": 0,
   });
   /** A failure's status, with its RetryInfo in `grpc-status-details-bin` when it has one. */
   const status = (failure: GrpcFailure) => {
