@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 981335ef14d20f4ab22fa4252557b56e4393032c2e1a0923b6798ad84708556e. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 e162e6a8b9c9e90b94d0cdf961f3127589c5f8f754940ef8c83c542e3ccaf1c7. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
