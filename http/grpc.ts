@@ -25,7 +25,7 @@ import type {
   UntypedServiceImplementation,
 } from "@grpc/grpc-js";
 import type { FastifyInstance } from "fastify";
-import { type ApiError, internalError } from "../domain/errors.ts";
+import { ApiError, internalError } from "../domain/errors.ts";
 import { encodeStatus } from "../ingest/otlp/decode.ts";
 import { InflightRefusal } from "./inflight.ts";
 import { OverloadRefusal } from "./limits.ts";
@@ -159,7 +159,16 @@ export async function otlpGrpcListener(app: FastifyInstance, options: GrpcOption
             callback(null, res.rawPayload);
             return;
           }
-          const error = otlpFailure(res.raw.req) ?? internalError();
+          // Every failure of an OTLP route passes through its error handler (sendOtlpError); one
+          // that did not (none is known) keeps its HTTP status's meaning.
+          const retryAfter = res.headers["retry-after"];
+          const error =
+            otlpFailure(res.raw.req) ??
+            new ApiError(
+              res.statusCode,
+              { error: "Refused", message: `The request was refused (HTTP ${res.statusCode})` },
+              typeof retryAfter === "string" ? { "retry-after": retryAfter } : {},
+            );
           callback(status(failureStatus(error)));
         },
         (error: { code?: string }) => {
