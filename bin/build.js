@@ -2,8 +2,8 @@
 // dist/store-worker.mjs, with esbuild, so that `agentmon` starts without a TypeScript loader and
 // without resolving hundreds of package files one by one (issue 3, B4: both cost more than a
 // whole bare Fastify start). Everything is bundled but better-sqlite3 (a native addon), yaml
-// (needed only when the parsed spec below is stale) and the OpenAPI meta-schema validator (see
-// shims/). The parsed openapi.yaml is written beside it (lib/spec.ts). `npm install` builds it
+// (needed only when the parsed spec below is stale), @grpc/grpc-js (loaded only for the OTLP/gRPC
+// port) and the OpenAPI meta-schema validator (see shims/). The parsed openapi.yaml is written beside it (lib/spec.ts). `npm install` builds it
 // (the `prepare` script) and bin/agentmon.js rebuilds it whenever one of its inputs is newer.
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
@@ -39,8 +39,10 @@ export async function build() {
     platform: "node",
     format: "esm",
     target: "node20",
-    // better-sqlite3 is a native addon; yaml is loaded only when dist/openapi.json is stale.
-    external: ["better-sqlite3", "yaml"],
+    // better-sqlite3 is a native addon; yaml is loaded only when dist/openapi.json is stale;
+    // @grpc/grpc-js only when AGENTMON_OTLP_GRPC_PORT is set (decision 028): left out, a server
+    // without that port neither parses nor loads it.
+    external: ["better-sqlite3", "yaml", "@grpc/grpc-js"],
     outdir: new URL("dist/", ROOT).pathname,
     outExtension: { ".js": ".mjs" },
     sourcemap: "linked",

@@ -25,7 +25,7 @@ import type {
   UntypedServiceImplementation,
 } from "@grpc/grpc-js";
 import type { FastifyInstance } from "fastify";
-import { type ApiError, internalError } from "../domain/errors.ts";
+import { ApiError, internalError } from "../domain/errors.ts";
 import { encodeStatus } from "../ingest/otlp/decode.ts";
 import { InflightRefusal } from "./inflight.ts";
 import { OverloadRefusal } from "./limits.ts";
@@ -126,6 +126,8 @@ export async function otlpGrpcListener(app: FastifyInstance, options: GrpcOption
   const grpc = await import("@grpc/grpc-js");
   const server: Server = new grpc.Server({
     "grpc.max_receive_message_length": options.bodyLimit,
+    // No channelz service is served, so its per-call bookkeeping is not kept either.
+    "grpc.enable_channelz": 0,
   });
   /** A failure's status, with its RetryInfo in `grpc-status-details-bin` when it has one. */
   const status = (failure: GrpcFailure) => {
@@ -157,7 +159,16 @@ export async function otlpGrpcListener(app: FastifyInstance, options: GrpcOption
             callback(null, res.rawPayload);
             return;
           }
-          const error = otlpFailure(res.raw.req) ?? internalError();
+          // Every failure of an OTLP route passes through its error handler (sendOtlpError); one
+          // that did not (none is known) keeps its HTTP status's meaning.
+          const retryAfter = res.headers["retry-after"];
+          const error =
+            otlpFailure(res.raw.req) ??
+            new ApiError(
+              res.statusCode,
+              { error: "Refused", message: `The request was refused (HTTP ${res.statusCode})` },
+              typeof retryAfter === "string" ? { "retry-after": retryAfter } : {},
+            );
           callback(status(failureStatus(error)));
         },
         (error: { code?: string }) => {

@@ -2,7 +2,8 @@
  * Crash safety (G7, G8; otlp.md T8, T17), on a real process and a real database file. Eight
  * clients send create_events batches with known ids, and three more send OpenTelemetry spans to
  * POST /v1/traces (1-200 spans a request, protobuf or OTLP/JSON, over a few traces each, children
- * often before their parents), all over real HTTP while `agentmon serve` is killed with SIGKILL
+ * often before their parents), all over real HTTP, and two more send the same kind of spans over
+ * OTLP/gRPC (TraceService/Export, decision 028), while `agentmon serve` is killed with SIGKILL
  * at a random moment, five times, and restarted on the same file each time. After each restart:
  * every acknowledged event and every span of an acknowledged OTLP request (200, nothing rejected)
  * is stored exactly once, as an event of its session (for a span: its trace's), with the type
@@ -24,6 +25,7 @@ import { type Client, random } from "./crash/batches.ts";
 import { retryAfterRestart, verify } from "./crash/checks.ts";
 import { OTLP_CLIENTS, type OtlpClient, otlpClient, otlpSender } from "./crash/otlp.ts";
 import { otlpSessions, retryOtlpAfterRestart, verifyOtlp } from "./crash/otlp-checks.ts";
+import { closeGrpcClients, grpcAcked, OTLP_GRPC_CLIENTS, otlpGrpcSender } from "./crash/otlp-grpc.ts";
 import { ACKED_BEFORE_KILL_TIMER, CLIENTS, loadAndKill, post, start, v2Sender } from "./crash/round.ts";
 import { tempDir } from "./helper.ts";
 
@@ -36,7 +38,9 @@ t.test(`G7/G8: SIGKILL ${KILLS} times under load, restart on the same file (seed
   const db = join(tempDir(t), "crash.db");
   const apiKey = randomUUID();
   const killRng = random(SEED);
-  let { server, base } = await start(t, db, apiKey);
+  let { server, base, grpc } = await start(t, db, apiKey);
+  t.ok(grpc, `the OTLP/gRPC port: ${grpc}`);
+  t.teardown(closeGrpcClients);
 
   const clients: Client[] = [];
   for (let n = 0; n < CLIENTS; n++) {
@@ -54,8 +58,19 @@ t.test(`G7/G8: SIGKILL ${KILLS} times under load, restart on the same file (seed
   // The OTLP clients' seeds follow the v2 clients', which stay what they were before OTLP came.
   const otlp: OtlpClient[] = [];
   for (let n = 0; n < OTLP_CLIENTS; n++) otlp.push(otlpClient(n, random(SEED + 1 + CLIENTS + n)));
-  const traces = otlpSessions(otlp);
-  const senders = [...clients.map(v2Sender), ...otlp.map((client) => otlpSender(client, apiKey))];
+  // And the OTLP/gRPC clients' after those (decision 028): their batches are checked as the
+  // others' are, and their retries after a restart go over HTTP (the same bytes, protobuf).
+  const overGrpc: OtlpClient[] = [];
+  for (let n = 0; n < OTLP_GRPC_CLIENTS; n++) {
+    overGrpc.push(otlpClient(OTLP_CLIENTS + n, random(SEED + 1 + CLIENTS + OTLP_CLIENTS + n)));
+  }
+  const traces = otlpSessions([...otlp, ...overGrpc]);
+  const senders = [
+    ...clients.map(v2Sender),
+    ...otlp.map((client) => otlpSender(client, apiKey)),
+    ...overGrpc.map((client) => otlpGrpcSender(client, apiKey, () => grpc)),
+  ];
+  otlp.push(...overGrpc);
 
   for (let round = 1; round <= KILLS; round++) {
     const result = await loadAndKill(t, server, base, senders, killRng);
@@ -68,7 +83,7 @@ t.test(`G7/G8: SIGKILL ${KILLS} times under load, restart on the same file (seed
 
     // The restarted server recovers the file itself (WAL replay) before anything else reads it;
     // the JWTs issued before the kill still work, since the secret is the same.
-    ({ server, base } = await start(t, db, apiKey));
+    ({ server, base, grpc } = await start(t, db, apiKey));
     verify(t, db, clients, traces, `after restart ${round}`);
     verifyOtlp(t, db, otlp, `after restart ${round}`);
     await retryAfterRestart(t, base, clients, `after restart ${round}`);
@@ -82,6 +97,7 @@ t.test(`G7/G8: SIGKILL ${KILLS} times under load, restart on the same file (seed
     clean,
     `the last server stops cleanly on SIGTERM${clean ? "" : `: ${JSON.stringify(exit)}${server.describe()}`}`,
   );
+  t.ok(grpcAcked.batches > 0, `${grpcAcked.batches} OTLP/gRPC batches were acknowledged over gRPC`);
   verify(t, db, clients, traces, "at the end");
   verifyOtlp(t, db, otlp, "at the end");
   t.ok(

@@ -227,3 +227,35 @@ t.test("a database URL that cannot be reached: exit 1, one line, the password ne
   t.notMatch(c.err.join("\n"), /hunter2/, "the password is not shown");
   t.same(c.out, [], "nothing on stdout");
 });
+
+t.test(
+  "loadConfig: AGENTMON_OTLP_GRPC_PORT / --otlp-grpc-port, off by default, another port than the others",
+  async (t) => {
+    t.equal(loadConfig({}, {}).otlpGrpcPort, undefined, "off by default");
+    t.equal(loadConfig({ AGENTMON_OTLP_GRPC_PORT: "4317" }, {}).otlpGrpcPort, 4317, "from the environment");
+    t.equal(
+      loadConfig({ AGENTMON_OTLP_GRPC_PORT: "4317" }, { "otlp-grpc-port": "0" }).otlpGrpcPort,
+      0,
+      "the flag wins",
+    );
+    isOneLineConfigError(
+      t,
+      () => loadConfig({ AGENTMON_OTLP_GRPC_PORT: "grpc" }, {}),
+      "AGENTMON_OTLP_GRPC_PORT",
+      "grpc",
+    );
+    isOneLineConfigError(
+      t,
+      () => loadConfig({ PORT: "4317", AGENTMON_OTLP_GRPC_PORT: "4317" }, {}),
+      "AGENTMON_OTLP_GRPC_PORT",
+      "the same port as PORT",
+    );
+    isOneLineConfigError(
+      t,
+      () => loadConfig({ AGENTMON_METRICS_PORT: "9464", AGENTMON_OTLP_GRPC_PORT: "9464" }, {}),
+      "AGENTMON_OTLP_GRPC_PORT",
+      "the same port as the metrics port",
+    );
+    t.equal(loadConfig({ PORT: "0", AGENTMON_OTLP_GRPC_PORT: "0" }, {}).otlpGrpcPort, 0, "both 0: two free ports");
+  },
+);

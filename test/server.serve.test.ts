@@ -10,6 +10,9 @@ import t from "tap";
 import { openDb } from "../db/sqlite/open.ts";
 import { sqliteStore } from "../db/sqlite/store.ts";
 import { API_KEY, build, eventIds, inspect, tempDir } from "./helper.ts";
+import { encodeTraces } from "./otlp.encode.ts";
+import { grpcClient } from "./otlp.grpc.helpers.ts";
+import { SMALL, TRACE_SESSION } from "./otlp.helpers.ts";
 import { agentmon, childEnv, LISTENING, WAIT_MS } from "./process.ts";
 import { allCells, keysIn, run, seedKeys, UUID } from "./server.helpers.ts";
 
@@ -259,4 +262,38 @@ t.test("npm start and the agentmon bin's first line give node the same flags", a
     child.on("exit", (code) => resolve({ code, out }));
   });
   t.match(res.out, /agentmon serve/, "it starts and answers with its usage");
+});
+
+t.test("serve: AGENTMON_OTLP_GRPC_PORT opens OTLP/gRPC beside HTTP; SIGTERM drains it and exits 0", async (t) => {
+  const dir = tempDir(t);
+  const db = join(dir, "grpc.db");
+  const key = randomUUID();
+  const plain = agentmon(
+    t,
+    ["serve", "--port", "0", "--db", join(dir, "plain.db")],
+    childEnv({ AGENTMON_API_KEY: key }),
+  );
+  await plain.waitFor(LISTENING);
+  t.notMatch(plain.stdout(), /OTLP\/gRPC/, "off by default: no gRPC port");
+  plain.child.kill("SIGTERM");
+  t.equal((await plain.exited()).code, 0);
+
+  // O2 off, as build() has it: this machine's noisy cores must not turn the answer into an overload refusal.
+  const env = childEnv({ AGENTMON_API_KEY: key, AGENTMON_OTLP_GRPC_PORT: "0", AGENTMON_MAX_EVENT_LOOP_DELAY: "0" });
+  const server = agentmon(t, ["serve", "--port", "0", "--db", db], env);
+  const address = (await server.waitFor(/agentmon: OTLP\/gRPC on http:\/\/(127\.0\.0\.1:\d+)/))[1] ?? "";
+  await server.waitFor(LISTENING);
+  const client = grpcClient(t, address);
+  const outcome = await client.call("traces", encodeTraces(SMALL), { authorization: `Bearer ${key}` });
+  t.equal(outcome.code, 0, `the spans are accepted over gRPC: ${outcome.details}`);
+  client.close();
+  server.child.kill("SIGTERM");
+  t.equal((await server.exited()).code, 0, "exit code 0 after SIGTERM");
+  const store = sqliteStore(openDb(db));
+  t.equal(
+    (await inspect(store).getSession(TRACE_SESSION))?.id,
+    TRACE_SESSION,
+    "the trace is a session in the database",
+  );
+  await store.close();
 });

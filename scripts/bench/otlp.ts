@@ -368,7 +368,7 @@ export async function otlpGrpcIngest(
   return {
     spansPerS: (counted / options.seconds) * SPANS_PER_REQUEST,
     requests: counted,
-    p99: latencies[Math.floor(latencies.length * 0.99)] ?? 0,
+    p99: Math.round(latencies[Math.floor(latencies.length * 0.99)] ?? 0),
     failed,
   };
 }

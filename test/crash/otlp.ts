@@ -139,8 +139,11 @@ function toSpan(client: OtlpClient, span: SentSpan): Span {
   };
 }
 
-/** The client's next request: 1-200 spans (seeded) over its traces, protobuf or OTLP/JSON. */
-export function nextOtlpBatch(client: OtlpClient): OtlpBatch {
+/**
+ * The client's next request: 1-200 spans (seeded) over its traces, protobuf or OTLP/JSON (seeded),
+ * or the media type given (a gRPC client's: protobuf; the seed is drawn all the same).
+ */
+export function nextOtlpBatch(client: OtlpClient, only?: "protobuf"): OtlpBatch {
   const { rng } = client;
   const size = rng.int(...SPANS_PER_BATCH);
   const spans = Array.from({ length: size }, () => nextSpan(client, rng.int(0, TRACES_PER_CLIENT - 1)));
@@ -152,7 +155,7 @@ export function nextOtlpBatch(client: OtlpClient): OtlpBatch {
       },
     ],
   };
-  const media = rng.int(0, 1) === 0 ? "protobuf" : "json";
+  const media = rng.int(0, 1) === 0 || only === "protobuf" ? "protobuf" : "json";
   const body = media === "protobuf" ? encodeTraces(request) : Buffer.from(JSON.stringify(request), "utf8");
   const batch: OtlpBatch = { spans, media, body, state: "unknown" };
   client.batches.push(batch);

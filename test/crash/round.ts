@@ -61,16 +61,23 @@ export const answersIds = (answer: Answer, batch: Batch) =>
 const LOG_LEVEL = "warn";
 // one log line per request would only slow the server down
 
-export function start(t: Test, db: string, apiKey: string): Promise<{ server: Agentmon; base: string }> {
+/** Starts `agentmon serve` on the file, with its OTLP/gRPC port too; `grpc` is that port's host:port. */
+export function start(t: Test, db: string, apiKey: string): Promise<{ server: Agentmon; base: string; grpc: string }> {
   const env = childEnv({
     AGENTMON_DB: db,
     PORT: "0",
+    AGENTMON_OTLP_GRPC_PORT: "0",
     AGENTMON_API_KEY: apiKey,
     AGENTMON_JWT_SECRET: JWT_SECRET,
     AGENTMON_LOG_LEVEL: LOG_LEVEL,
   });
   const server = agentmon(t, ["serve"], env);
-  return server.waitFor(LISTENING).then((match) => ({ server, base: match[1] as string }));
+  // The gRPC line comes before the listening line.
+  return server.waitFor(LISTENING).then((match) => ({
+    server,
+    base: match[1] as string,
+    grpc: /agentmon: OTLP\/gRPC on http:\/\/(\S+)/.exec(server.stdout())?.[1] ?? "",
+  }));
 }
 
 // ----------------------------------------------------------------------------- one round of load
