@@ -18,6 +18,7 @@
  */
 import type {
   Metadata,
+  MethodDefinition,
   Server,
   ServerUnaryCall,
   ServiceDefinition,
@@ -52,18 +53,24 @@ const SHUTDOWN_RETRY_AFTER = 5;
 /** Bytes in, bytes out: the messages are decoded and encoded by the routes (ingest/otlp/). */
 const identity = (bytes: Buffer) => bytes;
 
-/** A service of one unary method, `Export`, whose messages are left as bytes. */
+/**
+ * The Export method of an OTLP collector service, its messages left as bytes: the server's, and
+ * the one the tests, the crash test and the bench call it through.
+ */
+export const exportMethod = (service: string): MethodDefinition<Buffer, Buffer> => ({
+  path: `/${service}/Export`,
+  requestStream: false,
+  responseStream: false,
+  requestSerialize: identity,
+  requestDeserialize: identity,
+  responseSerialize: identity,
+  responseDeserialize: identity,
+  originalName: "export",
+});
+
+/** A service of one unary method, `Export`. */
 const exportService = (service: string): ServiceDefinition<UntypedServiceImplementation> => ({
-  Export: {
-    path: `/${service}/Export`,
-    requestStream: false,
-    responseStream: false,
-    requestSerialize: identity,
-    requestDeserialize: identity,
-    responseSerialize: identity,
-    responseDeserialize: identity,
-    originalName: "export",
-  },
+  Export: exportMethod(service),
 });
 
 /** The status of a call that failed: its code, its message, and when to retry (seconds) if it may be. */

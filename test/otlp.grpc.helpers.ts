@@ -9,18 +9,16 @@ import type { Test } from "tap";
 import type { AppOptions } from "../app.ts";
 import type { Store } from "../db/store.ts";
 import { google } from "../generated/otlp.js";
-import { type GrpcListener, otlpGrpcListener } from "../http/grpc.ts";
+import { exportMethod, type GrpcListener, otlpGrpcListener } from "../http/grpc.ts";
 import { API_KEY, build, MIB, type TestApp } from "./helper.ts";
 
 export type Service = "traces" | "logs" | "metrics";
 
-const PATHS: Record<Service, string> = {
-  traces: "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
-  logs: "/opentelemetry.proto.collector.logs.v1.LogsService/Export",
-  metrics: "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export",
+const SERVICES: Record<Service, string> = {
+  traces: "opentelemetry.proto.collector.trace.v1.TraceService",
+  logs: "opentelemetry.proto.collector.logs.v1.LogsService",
+  metrics: "opentelemetry.proto.collector.metrics.v1.MetricsService",
 };
-
-const identity = (bytes: Buffer) => bytes;
 
 /** What a call came back with: OK and the response's bytes, or a status. */
 export interface Outcome {
@@ -55,20 +53,7 @@ export interface GrpcClient {
 
 /** A client of the three services at `address` (host:port), closed at teardown. */
 export function grpcClient(t: Test, address: string): GrpcClient {
-  const methods = Object.fromEntries(
-    Object.entries(PATHS).map(([service, path]) => [
-      service,
-      {
-        path,
-        requestStream: false,
-        responseStream: false,
-        requestSerialize: identity,
-        requestDeserialize: identity,
-        responseSerialize: identity,
-        responseDeserialize: identity,
-      },
-    ]),
-  );
+  const methods = Object.fromEntries(Object.entries(SERVICES).map(([service, name]) => [service, exportMethod(name)]));
   const Client = grpc.makeGenericClientConstructor(methods, "OtlpCollector");
   const plain = new Client(address, grpc.credentials.createInsecure());
   const gzipped = new Client(address, grpc.credentials.createInsecure(), {

@@ -22,6 +22,7 @@ import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import autocannon from "autocannon";
 import { priceEvent, priceTable } from "../../domain/prices.ts";
+import { exportMethod } from "../../http/grpc.ts";
 import { decodeTraces } from "../../ingest/otlp/decode.ts";
 import { mapTraces } from "../../ingest/otlp/map.ts";
 import { nulInTraces } from "../../ingest/otlp/nul.ts";
@@ -314,19 +315,8 @@ export async function otlpGrpcIngest(
 ): Promise<OtlpLoadResult> {
   if (server.grpc === undefined) throw new Error("the server has no OTLP/gRPC port");
   const bodies = otlpBodies();
-  const identity = (bytes: Buffer) => bytes;
   const Client = grpc.makeGenericClientConstructor(
-    {
-      Export: {
-        path: "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
-        requestStream: false,
-        responseStream: false,
-        requestSerialize: identity,
-        requestDeserialize: identity,
-        responseSerialize: identity,
-        responseDeserialize: identity,
-      },
-    },
+    { Export: exportMethod("opentelemetry.proto.collector.trace.v1.TraceService") },
     "TraceService",
   );
   const metadata = new grpc.Metadata();

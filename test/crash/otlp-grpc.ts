@@ -8,6 +8,7 @@
  * status is a problem.
  */
 import * as grpc from "@grpc/grpc-js";
+import { exportMethod } from "../../http/grpc.ts";
 import { decodeTraceResponse } from "../otlp.encode.ts";
 import { nextOtlpBatch, type OtlpBatch, type OtlpClient } from "./otlp.ts";
 import type { SendNext, Sent } from "./round.ts";
@@ -15,19 +16,8 @@ import type { SendNext, Sent } from "./round.ts";
 export const OTLP_GRPC_CLIENTS = 2;
 const REQUEST_TIMEOUT_MS = 30_000;
 
-const identity = (bytes: Buffer) => bytes;
 const TraceService = grpc.makeGenericClientConstructor(
-  {
-    Export: {
-      path: "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
-      requestStream: false,
-      responseStream: false,
-      requestSerialize: identity,
-      requestDeserialize: identity,
-      responseSerialize: identity,
-      responseDeserialize: identity,
-    },
-  },
+  { Export: exportMethod("opentelemetry.proto.collector.trace.v1.TraceService") },
   "TraceService",
 );
 type ExportClient = grpc.Client & {
