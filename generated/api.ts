@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 5a705e50b14d61d0941da542c3b8233feefc92d5f9c90a59c2094218f5bb8fa7. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 de623d1f19bae2c45b394948ad7cee637f40708fe4ec37b974986bb975aecf57. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -2349,8 +2349,14 @@ export interface components {
          *     as `ø`, `ß`, `æ` match only themselves). A word directly followed by `*`, and the last
          *     word outside quotes, match as prefixes (`time` finds `timeout`); text in double quotes
          *     is a phrase: its words adjacent and in that order, each whole (`"time"` finds `time`
-         *     only); an unclosed quote runs to the end. A `q` without any word (empty, or only
-         *     punctuation) filters nothing.
+         *     only); an unclosed quote runs to the end. A phrase never crosses fields nor events: it
+         *     must occur within one field of one document (`prompt`, `completion`, `input`, `output`,
+         *     `error_type`, `code`, `details`, `end_state_reason` or `tags`), so a tool event whose
+         *     `input` ends with its first word and whose `output` starts with its second does not
+         *     match, nor do two events; within a field it may run from one value into the next (the
+         *     field's values joined by a space, as the snippet shows them; `tags` as one field). Each
+         *     phrase of a `q` may be in a different field of the document. A `q` without any word
+         *     (empty, or only punctuation) filters nothing.
          *
          *     **Results** are the list's rows in the list's order (newest first; there is no ranking by
          *     relevance), each with `match`: where it matched, with a snippet. The same `q` means the
@@ -2867,8 +2873,14 @@ export interface operations {
                  *     as `ø`, `ß`, `æ` match only themselves). A word directly followed by `*`, and the last
                  *     word outside quotes, match as prefixes (`time` finds `timeout`); text in double quotes
                  *     is a phrase: its words adjacent and in that order, each whole (`"time"` finds `time`
-                 *     only); an unclosed quote runs to the end. A `q` without any word (empty, or only
-                 *     punctuation) filters nothing.
+                 *     only); an unclosed quote runs to the end. A phrase never crosses fields nor events: it
+                 *     must occur within one field of one document (`prompt`, `completion`, `input`, `output`,
+                 *     `error_type`, `code`, `details`, `end_state_reason` or `tags`), so a tool event whose
+                 *     `input` ends with its first word and whose `output` starts with its second does not
+                 *     match, nor do two events; within a field it may run from one value into the next (the
+                 *     field's values joined by a space, as the snippet shows them; `tags` as one field). Each
+                 *     phrase of a `q` may be in a different field of the document. A `q` without any word
+                 *     (empty, or only punctuation) filters nothing.
                  *
                  *     **Results** are the list's rows in the list's order (newest first; there is no ranking by
                  *     relevance), each with `match`: where it matched, with a snippet. The same `q` means the
@@ -3049,8 +3061,14 @@ export interface operations {
                  *     as `ø`, `ß`, `æ` match only themselves). A word directly followed by `*`, and the last
                  *     word outside quotes, match as prefixes (`time` finds `timeout`); text in double quotes
                  *     is a phrase: its words adjacent and in that order, each whole (`"time"` finds `time`
-                 *     only); an unclosed quote runs to the end. A `q` without any word (empty, or only
-                 *     punctuation) filters nothing.
+                 *     only); an unclosed quote runs to the end. A phrase never crosses fields nor events: it
+                 *     must occur within one field of one document (`prompt`, `completion`, `input`, `output`,
+                 *     `error_type`, `code`, `details`, `end_state_reason` or `tags`), so a tool event whose
+                 *     `input` ends with its first word and whose `output` starts with its second does not
+                 *     match, nor do two events; within a field it may run from one value into the next (the
+                 *     field's values joined by a space, as the snippet shows them; `tags` as one field). Each
+                 *     phrase of a `q` may be in a different field of the document. A `q` without any word
+                 *     (empty, or only punctuation) filters nothing.
                  *
                  *     **Results** are the list's rows in the list's order (newest first; there is no ranking by
                  *     relevance), each with `match`: where it matched, with a snippet. The same `q` means the
@@ -3216,8 +3234,14 @@ export interface operations {
                  *     as `ø`, `ß`, `æ` match only themselves). A word directly followed by `*`, and the last
                  *     word outside quotes, match as prefixes (`time` finds `timeout`); text in double quotes
                  *     is a phrase: its words adjacent and in that order, each whole (`"time"` finds `time`
-                 *     only); an unclosed quote runs to the end. A `q` without any word (empty, or only
-                 *     punctuation) filters nothing.
+                 *     only); an unclosed quote runs to the end. A phrase never crosses fields nor events: it
+                 *     must occur within one field of one document (`prompt`, `completion`, `input`, `output`,
+                 *     `error_type`, `code`, `details`, `end_state_reason` or `tags`), so a tool event whose
+                 *     `input` ends with its first word and whose `output` starts with its second does not
+                 *     match, nor do two events; within a field it may run from one value into the next (the
+                 *     field's values joined by a space, as the snippet shows them; `tags` as one field). Each
+                 *     phrase of a `q` may be in a different field of the document. A `q` without any word
+                 *     (empty, or only punctuation) filters nothing.
                  *
                  *     **Results** are the list's rows in the list's order (newest first; there is no ranking by
                  *     relevance), each with `match`: where it matched, with a snippet. The same `q` means the
@@ -3353,8 +3377,14 @@ export interface operations {
                  *     as `ø`, `ß`, `æ` match only themselves). A word directly followed by `*`, and the last
                  *     word outside quotes, match as prefixes (`time` finds `timeout`); text in double quotes
                  *     is a phrase: its words adjacent and in that order, each whole (`"time"` finds `time`
-                 *     only); an unclosed quote runs to the end. A `q` without any word (empty, or only
-                 *     punctuation) filters nothing.
+                 *     only); an unclosed quote runs to the end. A phrase never crosses fields nor events: it
+                 *     must occur within one field of one document (`prompt`, `completion`, `input`, `output`,
+                 *     `error_type`, `code`, `details`, `end_state_reason` or `tags`), so a tool event whose
+                 *     `input` ends with its first word and whose `output` starts with its second does not
+                 *     match, nor do two events; within a field it may run from one value into the next (the
+                 *     field's values joined by a space, as the snippet shows them; `tags` as one field). Each
+                 *     phrase of a `q` may be in a different field of the document. A `q` without any word
+                 *     (empty, or only punctuation) filters nothing.
                  *
                  *     **Results** are the list's rows in the list's order (newest first; there is no ranking by
                  *     relevance), each with `match`: where it matched, with a snippet. The same `q` means the
