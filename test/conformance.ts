@@ -168,7 +168,7 @@ function pathsOf(value: unknown, prefix: string, into: Set<string>) {
   }
 }
 
-/** Every property path seen in a checked JSON answer, by `<operationId> <status>`. */
+/** Every property path seen in the checked JSON answers, by schemaKey (`GetSessionResponse`, `Error`). */
 export const seen = new Map<string, Set<string>>();
 
 /** Why an answer does not conform to openapi.yaml, or undefined when it does (or names no operation). */
@@ -202,7 +202,7 @@ export function conformanceProblem(answer: Answer): string | undefined {
     return `${name} ${status} answered ${mediaType} that is not JSON: ${answer.body.slice(0, 300)}`;
   }
   const validate = validatorFor(`${found.method} ${found.path} ${status} ${key}`, schema);
-  const coverage = `${found.operation.operationId} ${status}`;
+  const coverage = schemaKey(found.operation.operationId ?? name, status, schema);
   const paths = seen.get(coverage) ?? new Set<string>();
   seen.set(coverage, paths);
   pathsOf(body, "", paths);
@@ -229,4 +229,62 @@ export async function checkFetched(method: string, url: string, res: globalThis.
   const body = await res.clone().text();
   checkAnswer({ method, url, status: res.status, contentType: res.headers.get("content-type") ?? undefined, body });
   return body;
+}
+
+// ----------------------------------------------------------------------------- optional fields
+
+/** Where a JSON answer's schema comes from: the top schema's name when it is a reference, else the operation and status. */
+export function schemaKey(operationId: string, status: string, schema: Schema): string {
+  return typeof schema.$ref === "string" ? refName(schema.$ref) : `${operationId} ${status}`;
+}
+
+/**
+ * Every optional property path of a schema (`sessions[].session.conversation_id`): a property its
+ * object does not require, and every property below one; the branches of allOf/oneOf/anyOf
+ * each (a property of a oneOf branch is optional whatever the branch requires: the answer may take
+ * another branch). A schema met again inside itself is not walked again.
+ */
+export function optionalPaths(schema: unknown, prefix = "", optional = false, stack: string[] = []): Set<string> {
+  const out = new Set<string>();
+  if (schema === null || typeof schema !== "object") return out;
+  const node = schema as Schema;
+  if (typeof node.$ref === "string") {
+    const name = refName(node.$ref);
+    if (stack.includes(name)) return out;
+    return optionalPaths(spec.components.schemas[name], prefix, optional, [...stack, name]);
+  }
+  const required = new Set(Array.isArray(node.required) ? (node.required as string[]) : []);
+  for (const [name, child] of Object.entries((node.properties as Record<string, unknown>) ?? {})) {
+    const path = prefix === "" ? name : `${prefix}.${name}`;
+    const isOptional = optional || !required.has(name);
+    if (isOptional) out.add(path);
+    for (const p of optionalPaths(child, path, isOptional, stack)) out.add(p);
+  }
+  if (node.items !== undefined) for (const p of optionalPaths(node.items, `${prefix}[]`, optional, stack)) out.add(p);
+  for (const key of COMPOSED) {
+    for (const branch of (node[key] as unknown[] | undefined) ?? []) {
+      for (const p of optionalPaths(branch, prefix, optional || key !== "allOf", stack)) out.add(p);
+    }
+  }
+  return out;
+}
+
+/** Every JSON response schema of openapi.yaml, by schemaKey, with the operations that answer it. */
+export function jsonResponseSchemas(): Map<string, { schema: Schema; operations: Set<string> }> {
+  const out = new Map<string, { schema: Schema; operations: Set<string> }>();
+  for (const [path, item] of Object.entries(spec.paths)) {
+    for (const [method, operation] of Object.entries(item)) {
+      if (!METHODS.has(method)) continue;
+      for (const [status, documented] of Object.entries(operation.responses ?? {})) {
+        for (const [type, media] of Object.entries(resolveResponse(documented).content ?? {})) {
+          if (!isJson(type) || media.schema === undefined) continue;
+          const key = schemaKey(operation.operationId ?? `${method} ${path}`, status, media.schema);
+          const entry = out.get(key) ?? { schema: media.schema, operations: new Set<string>() };
+          entry.operations.add(`${operation.operationId} ${status}`);
+          out.set(key, entry);
+        }
+      }
+    }
+  }
+  return out;
 }
