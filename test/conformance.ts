@@ -189,7 +189,8 @@ export function conformanceProblem(answer: Answer): string | undefined {
     if (answer.body.length === 0) return undefined;
     return `${name} ${status} documents no body, but answered ${mediaType || "no media type"}: ${answer.body.slice(0, 300)}`;
   }
-  const key = Object.keys(content).find((type) => type.toLowerCase() === mediaType);
+  // Parameters aside, on both sides (`text/plain; version=0.0.4` documents Prometheus' text format).
+  const key = Object.keys(content).find((type) => (type.split(";")[0] ?? "").trim().toLowerCase() === mediaType);
   if (key === undefined) {
     return `${name} ${status} answered media type "${mediaType}", which openapi.yaml does not document for it (documented: ${Object.keys(content).join(", ")})`;
   }

@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 de623d1f19bae2c45b394948ad7cee637f40708fe4ec37b974986bb975aecf57. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 38e9e5c7612bf870c29a13cfdf98d1e16c884e8070fae299dd319fd73dd3d35b. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -2114,7 +2114,22 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description A query or path parameter breaks its schema, or a cursor was altered. `details` names each as `query.<name>` or `path.<name>`. */
+        /** @description A path parameter longer than 3072 characters (an id of 256 characters, percent-encoded, always fits). */
+        UriTooLong: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "URI too long",
+                 *       "message": "A path parameter is longer than 3072 characters; ids are at most 256"
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description A query or path parameter breaks its schema or holds U+0000 (G9, decision 017), or a cursor was altered. `details` names each as `query.<name>` or `path.<name>`. */
         InvalidQuery: {
             headers: {
                 [name: string]: unknown;
@@ -3575,6 +3590,7 @@ export interface operations {
             401: components["responses"]["InvalidApiKey"];
             403: components["responses"]["MissingScope"];
             404: components["responses"]["SessionNotFound"];
+            414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3613,6 +3629,7 @@ export interface operations {
             401: components["responses"]["InvalidApiKey"];
             403: components["responses"]["MissingScope"];
             404: components["responses"]["SessionNotFound"];
+            414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3712,6 +3729,7 @@ export interface operations {
             401: components["responses"]["InvalidApiKey"];
             403: components["responses"]["MissingScope"];
             404: components["responses"]["SessionNotFound"];
+            414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3769,6 +3787,7 @@ export interface operations {
             401: components["responses"]["InvalidApiKey"];
             403: components["responses"]["MissingScope"];
             404: components["responses"]["SessionNotFound"];
+            414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3850,6 +3869,7 @@ export interface operations {
             401: components["responses"]["InvalidApiKey"];
             403: components["responses"]["MissingScope"];
             404: components["responses"]["SessionNotFound"];
+            414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -4061,6 +4081,7 @@ export interface operations {
             401: components["responses"]["InvalidApiKey"];
             403: components["responses"]["MissingScope"];
             404: components["responses"]["SessionNotFound"];
+            414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -4337,6 +4358,8 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["InvalidQuery"];
+            414: components["responses"]["UriTooLong"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -4374,7 +4397,9 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["InvalidQuery"];
             404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
