@@ -8,7 +8,7 @@
  *   been seen, but for the allow-list below, each with its reason.
  */
 import t from "tap";
-import { conformanceProblem, jsonResponseSchemas, optionalPaths, seen } from "./conformance.ts";
+import { conformanceProblem, jsonResponseSchemas, optionalPaths, recordPaths, seen } from "./conformance.ts";
 import { API_KEY, build, OTHER_PROJECT_KEY } from "./helper.ts";
 import { sendTraces, span, TRACE_SESSION, request as traceRequest } from "./otlp.helpers.ts";
 import { at, createEvents, read, T0 } from "./read.helpers.ts";
@@ -18,6 +18,8 @@ import { at, createEvents, read, T0 } from "./read.helpers.ts";
  * optional field can be made to appear.
  */
 const CANNOT_APPEAR: Record<string, Record<string, string>> = {};
+
+recordPaths();
 
 const STATS = {
   events: 0,
