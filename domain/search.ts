@@ -172,11 +172,11 @@ export function eventWords(fields: Record<string, unknown>, cache: WordCache): s
 }
 
 /**
- * Whether a document with these words (eventWords / distinctWords, as a set) and this text matches
- * the query as the index does: each term's words all among them (a prefix term's last word as a
- * prefix of one), and its phrases in the text (hasPhrases).
+ * Whether a document with these words (eventWords / distinctWords, as a set) and these fields
+ * matches the query as the index does: each term's words all among them (a prefix term's last word
+ * as a prefix of one), and each phrase in one of its fields (hasPhrases).
  */
-export function matchesWords(words: Set<string>, text: () => string, query: SearchQuery): boolean {
+export function matchesWords(words: Set<string>, fields: () => [SearchField, string][], query: SearchQuery): boolean {
   const all = [...words];
   for (const term of query.terms) {
     const folded = term.words.map(fold);
@@ -185,14 +185,37 @@ export function matchesWords(words: Set<string>, text: () => string, query: Sear
     );
     if (!ok) return false;
   }
-  return !query.terms.some((term) => term.words.length > 1) || hasPhrases(text(), query);
+  return !query.terms.some((term) => term.words.length > 1) || hasPhrases(fields(), query);
 }
 
-/** Whether every phrase (a term of several words) of the query occurs in the text, words adjacent and in order. */
-export function hasPhrases(text: string, query: SearchQuery): boolean {
-  const phrases = { terms: query.terms.filter((term) => term.words.length > 1) };
-  const found = new Set(hitsIn(text, phrases).map((hit) => hit.term));
-  return found.size === phrases.terms.length;
+/**
+ * Whether every phrase (a term of several words) of the query occurs, words adjacent and in order,
+ * within one field of the document (decision 030): a phrase never runs from the end of one field
+ * (a tool event's `input`) into the start of the next (its `output`), nor from one event into
+ * another. Different phrases may be in different fields of the document. Within a field it may
+ * run from one of its values into the next (two messages of a `prompt`), as the snippet joins
+ * them.
+ */
+export function hasPhrases(fields: [SearchField, string][], query: SearchQuery): boolean {
+  return query.terms
+    .filter((term) => term.words.length > 1)
+    .every((term) => fields.some(([, text]) => hitsIn(text, { terms: [term] }).length > 0));
+}
+
+/**
+ * A document's fields as far as they are indexed: the text past INDEXED_CHARACTERS of the whole
+ * (its fields joined by a space, eventText) cut off, so that a phrase is looked for in the text
+ * whose words the index holds.
+ */
+export function indexedFields(fields: [SearchField, string][]): [SearchField, string][] {
+  const out: [SearchField, string][] = [];
+  let room = INDEXED_CHARACTERS;
+  for (const [name, text] of fields) {
+    if (room <= 0) break;
+    out.push([name, text.length > room ? text.slice(0, room) : text]);
+    room -= text.length + 1;
+  }
+  return out;
 }
 
 /** The text of a field's value: its strings and numbers (not object keys, nor `role` members), space-separated. */

@@ -16,7 +16,11 @@ import type {
   SessionTotals,
 } from "./types.ts";
 
-/** The session as clients see it (S6): named fields, then the unknown ones as sent. */
+/**
+ * The session as clients see it (S6): named fields, then the unknown ones as sent, then the
+ * conversation an OTLP trace named (T13), on the sessions that have one: the value the
+ * `conversation_id` filter matches, so it wins over an unknown field of that name.
+ */
 export function sessionView(session: SessionRecord) {
   return {
     id: session.id,
@@ -27,6 +31,9 @@ export function sessionView(session: SessionRecord) {
     tags: session.tags,
     host_env: session.host_env,
     ...session.extra,
+    ...(session.conversation_id === undefined || session.conversation_id === null
+      ? {}
+      : { conversation_id: session.conversation_id }),
   };
 }
 

@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 764fac5e867bb1e83c2ff25036d2b849f8377113fb6175ce5710c1f7a5d666e0. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 d7f4626d6643f6b1185827cb1f2b1db1dbccb09f58866c7bee3860588bd710c2. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -2125,7 +2125,22 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description A query or path parameter breaks its schema, or a cursor was altered. `details` names each as `query.<name>` or `path.<name>`. */
+        /** @description A path parameter longer than 3072 characters (an id of 256 characters, percent-encoded, always fits). */
+        UriTooLong: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "URI too long",
+                 *       "message": "A path parameter is longer than 3072 characters; ids are at most 256"
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description A query or path parameter breaks its schema or holds U+0000 (G9, decision 017), or a cursor was altered. `details` names each as `query.<name>` or `path.<name>`. */
         InvalidQuery: {
             headers: {
                 [name: string]: unknown;
@@ -2360,8 +2375,14 @@ export interface components {
          *     as `ø`, `ß`, `æ` match only themselves). A word directly followed by `*`, and the last
          *     word outside quotes, match as prefixes (`time` finds `timeout`); text in double quotes
          *     is a phrase: its words adjacent and in that order, each whole (`"time"` finds `time`
-         *     only); an unclosed quote runs to the end. A `q` without any word (empty, or only
-         *     punctuation) filters nothing.
+         *     only); an unclosed quote runs to the end. A phrase never crosses fields nor events: it
+         *     must occur within one field of one document (`prompt`, `completion`, `input`, `output`,
+         *     `error_type`, `code`, `details`, `end_state_reason` or `tags`), so a tool event whose
+         *     `input` ends with its first word and whose `output` starts with its second does not
+         *     match, nor do two events; within a field it may run from one value into the next (the
+         *     field's values joined by a space, as the snippet shows them; `tags` as one field). Each
+         *     phrase of a `q` may be in a different field of the document. A `q` without any word
+         *     (empty, or only punctuation) filters nothing.
          *
          *     **Results** are the list's rows in the list's order (newest first; there is no ranking by
          *     relevance), each with `match`: where it matched, with a snippet. The same `q` means the
@@ -2878,8 +2899,14 @@ export interface operations {
                  *     as `ø`, `ß`, `æ` match only themselves). A word directly followed by `*`, and the last
                  *     word outside quotes, match as prefixes (`time` finds `timeout`); text in double quotes
                  *     is a phrase: its words adjacent and in that order, each whole (`"time"` finds `time`
-                 *     only); an unclosed quote runs to the end. A `q` without any word (empty, or only
-                 *     punctuation) filters nothing.
+                 *     only); an unclosed quote runs to the end. A phrase never crosses fields nor events: it
+                 *     must occur within one field of one document (`prompt`, `completion`, `input`, `output`,
+                 *     `error_type`, `code`, `details`, `end_state_reason` or `tags`), so a tool event whose
+                 *     `input` ends with its first word and whose `output` starts with its second does not
+                 *     match, nor do two events; within a field it may run from one value into the next (the
+                 *     field's values joined by a space, as the snippet shows them; `tags` as one field). Each
+                 *     phrase of a `q` may be in a different field of the document. A `q` without any word
+                 *     (empty, or only punctuation) filters nothing.
                  *
                  *     **Results** are the list's rows in the list's order (newest first; there is no ranking by
                  *     relevance), each with `match`: where it matched, with a snippet. The same `q` means the
@@ -3060,8 +3087,14 @@ export interface operations {
                  *     as `ø`, `ß`, `æ` match only themselves). A word directly followed by `*`, and the last
                  *     word outside quotes, match as prefixes (`time` finds `timeout`); text in double quotes
                  *     is a phrase: its words adjacent and in that order, each whole (`"time"` finds `time`
-                 *     only); an unclosed quote runs to the end. A `q` without any word (empty, or only
-                 *     punctuation) filters nothing.
+                 *     only); an unclosed quote runs to the end. A phrase never crosses fields nor events: it
+                 *     must occur within one field of one document (`prompt`, `completion`, `input`, `output`,
+                 *     `error_type`, `code`, `details`, `end_state_reason` or `tags`), so a tool event whose
+                 *     `input` ends with its first word and whose `output` starts with its second does not
+                 *     match, nor do two events; within a field it may run from one value into the next (the
+                 *     field's values joined by a space, as the snippet shows them; `tags` as one field). Each
+                 *     phrase of a `q` may be in a different field of the document. A `q` without any word
+                 *     (empty, or only punctuation) filters nothing.
                  *
                  *     **Results** are the list's rows in the list's order (newest first; there is no ranking by
                  *     relevance), each with `match`: where it matched, with a snippet. The same `q` means the
@@ -3227,8 +3260,14 @@ export interface operations {
                  *     as `ø`, `ß`, `æ` match only themselves). A word directly followed by `*`, and the last
                  *     word outside quotes, match as prefixes (`time` finds `timeout`); text in double quotes
                  *     is a phrase: its words adjacent and in that order, each whole (`"time"` finds `time`
-                 *     only); an unclosed quote runs to the end. A `q` without any word (empty, or only
-                 *     punctuation) filters nothing.
+                 *     only); an unclosed quote runs to the end. A phrase never crosses fields nor events: it
+                 *     must occur within one field of one document (`prompt`, `completion`, `input`, `output`,
+                 *     `error_type`, `code`, `details`, `end_state_reason` or `tags`), so a tool event whose
+                 *     `input` ends with its first word and whose `output` starts with its second does not
+                 *     match, nor do two events; within a field it may run from one value into the next (the
+                 *     field's values joined by a space, as the snippet shows them; `tags` as one field). Each
+                 *     phrase of a `q` may be in a different field of the document. A `q` without any word
+                 *     (empty, or only punctuation) filters nothing.
                  *
                  *     **Results** are the list's rows in the list's order (newest first; there is no ranking by
                  *     relevance), each with `match`: where it matched, with a snippet. The same `q` means the
@@ -3364,8 +3403,14 @@ export interface operations {
                  *     as `ø`, `ß`, `æ` match only themselves). A word directly followed by `*`, and the last
                  *     word outside quotes, match as prefixes (`time` finds `timeout`); text in double quotes
                  *     is a phrase: its words adjacent and in that order, each whole (`"time"` finds `time`
-                 *     only); an unclosed quote runs to the end. A `q` without any word (empty, or only
-                 *     punctuation) filters nothing.
+                 *     only); an unclosed quote runs to the end. A phrase never crosses fields nor events: it
+                 *     must occur within one field of one document (`prompt`, `completion`, `input`, `output`,
+                 *     `error_type`, `code`, `details`, `end_state_reason` or `tags`), so a tool event whose
+                 *     `input` ends with its first word and whose `output` starts with its second does not
+                 *     match, nor do two events; within a field it may run from one value into the next (the
+                 *     field's values joined by a space, as the snippet shows them; `tags` as one field). Each
+                 *     phrase of a `q` may be in a different field of the document. A `q` without any word
+                 *     (empty, or only punctuation) filters nothing.
                  *
                  *     **Results** are the list's rows in the list's order (newest first; there is no ranking by
                  *     relevance), each with `match`: where it matched, with a snippet. The same `q` means the
@@ -3556,6 +3601,7 @@ export interface operations {
             401: components["responses"]["InvalidApiKey"];
             403: components["responses"]["MissingScope"];
             404: components["responses"]["SessionNotFound"];
+            414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3594,6 +3640,7 @@ export interface operations {
             401: components["responses"]["InvalidApiKey"];
             403: components["responses"]["MissingScope"];
             404: components["responses"]["SessionNotFound"];
+            414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3693,6 +3740,7 @@ export interface operations {
             401: components["responses"]["InvalidApiKey"];
             403: components["responses"]["MissingScope"];
             404: components["responses"]["SessionNotFound"];
+            414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3750,6 +3798,7 @@ export interface operations {
             401: components["responses"]["InvalidApiKey"];
             403: components["responses"]["MissingScope"];
             404: components["responses"]["SessionNotFound"];
+            414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3831,6 +3880,7 @@ export interface operations {
             401: components["responses"]["InvalidApiKey"];
             403: components["responses"]["MissingScope"];
             404: components["responses"]["SessionNotFound"];
+            414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -4042,6 +4092,7 @@ export interface operations {
             401: components["responses"]["InvalidApiKey"];
             403: components["responses"]["MissingScope"];
             404: components["responses"]["SessionNotFound"];
+            414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -4318,6 +4369,8 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["InvalidQuery"];
+            414: components["responses"]["UriTooLong"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -4355,7 +4408,9 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["InvalidQuery"];
             404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };

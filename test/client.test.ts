@@ -6,6 +6,7 @@
  */
 import t, { type Test } from "tap";
 import { AgentmonError, agentmon, createAgentmonClient } from "../clients/typescript/index.ts";
+import { checkFetched } from "./conformance.ts";
 import { API_KEY, build, decodeJwt, hs256Jwt, INVALID_JWT, OTHER_PROJECT_KEY, UNKNOWN_KEY } from "./helper.ts";
 
 /** agentmon listening on 127.0.0.1, closed at teardown; answers its base URL. */
@@ -26,7 +27,10 @@ function recordingFetch(sent: Sent[], answer?: (request: Request) => Response | 
   return async (request: Request): Promise<Response> => {
     const path = new URL(request.url).pathname;
     const headers = new Headers(request.headers);
-    const response = answer?.(request) ?? (await fetch(request));
+    const stubbed = answer?.(request);
+    const response = stubbed ?? (await fetch(request));
+    // The server's own answers go through the conformance layer (decision 030); stubs are the test's.
+    if (stubbed === undefined) await checkFetched(request.method, request.url, response);
     sent.push({ method: request.method, path, status: response.status, headers });
     return response;
   };

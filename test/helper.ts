@@ -21,6 +21,7 @@ import type { Store } from "../db/store.ts";
 import { hashApiKey, keyPrefix } from "../domain/keys.ts";
 import { eventView, sessionView } from "../domain/views.ts";
 import { fromRoot } from "../lib/paths.ts";
+import { checkAnswer } from "./conformance.ts";
 import { testPostgresStore } from "./postgres.ts";
 
 export const API_KEY = "11111111-1111-4111-8111-111111111111";
@@ -99,6 +100,7 @@ export async function build(t: Teardown, options: Partial<AppOptions> & { dbPath
   });
   await app.ready();
   t.teardown(() => app.close());
+  checkEveryAnswer(app);
 
   const post = (url: string, body: unknown, headers: Record<string, string> = {}, remoteAddress?: string) =>
     app.inject({
@@ -116,6 +118,31 @@ export async function build(t: Teardown, options: Partial<AppOptions> & { dbPath
     return (res.json() as { jwt: string }).jwt;
   };
   return { app, store, post, withKey, withJwt, session, inject: (o) => app.inject(o) };
+}
+
+/**
+ * The conformance layer (decision 030, test/conformance.ts): every answer of app.inject is checked
+ * against openapi.yaml (status, media type, the JSON body against its closed schema) before the
+ * test sees it; an answer that does not conform rejects the inject with the reason, failing the
+ * test that made it.
+ */
+function checkEveryAnswer(app: FastifyInstance) {
+  const inject = app.inject.bind(app) as (options?: unknown, callback?: unknown) => unknown;
+  const checked = (options?: InjectOptions | string, callback?: unknown) => {
+    if (options === undefined || callback !== undefined) return inject(options, callback);
+    return (inject(options) as Promise<LightMyRequestResponse>).then((res) => {
+      const request = res.raw.req as { method?: string; url?: string };
+      checkAnswer({
+        method: request.method ?? "GET",
+        url: request.url ?? "/",
+        status: res.statusCode,
+        contentType: res.headers["content-type"] as string | undefined,
+        body: res.body,
+      });
+      return res;
+    });
+  };
+  app.inject = checked as typeof app.inject;
 }
 
 /** Asserts nothing internal leaks into an error body (G2); `stack_trace` is a field of C2's body, not a leak. */

@@ -12,6 +12,7 @@ import { sqliteStore } from "../db/sqlite/store.ts";
 import type { Store } from "../db/store.ts";
 import { metricsListener } from "../http/metrics.ts";
 import { Metrics } from "../services/metrics.ts";
+import { checkFetched } from "./conformance.ts";
 import { API_KEY, build, isError, OTHER_PROJECT_KEY, storeKind, type TestApp, UNKNOWN_KEY } from "./helper.ts";
 import { request, span } from "./otlp.helpers.ts";
 
@@ -83,7 +84,8 @@ t.test("after a load run over real HTTP, the counters say exactly what was sent"
       headers: body === undefined ? headers : { "content-type": "application/json", ...headers },
       ...(body === undefined ? {} : { body: typeof body === "string" ? body : JSON.stringify(body) }),
     });
-    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+    // Over real HTTP the conformance layer (decision 030) is this test's to call.
+    return { status: res.status, body: JSON.parse(await checkFetched(method, path, res)) as Record<string, unknown> };
   };
   const withKey = (path: string, body: unknown, key = API_KEY) =>
     send("POST", path, body, { "x-agentmon-api-key": key });

@@ -10,6 +10,7 @@ import t, { type Test } from "tap";
 import { loadConfig } from "../cli/config.ts";
 import { openDb } from "../db/sqlite/open.ts";
 import { sqliteStore } from "../db/sqlite/store.ts";
+import { checkFetched } from "./conformance.ts";
 import { API_KEY, build, inspect, OTHER_PROJECT_KEY, tempDir, UNKNOWN_KEY } from "./helper.ts";
 import { agentmon, childEnv, LISTENING } from "./process.ts";
 
@@ -254,12 +255,15 @@ t.test("O3: AGENTMON_RATE_LIMIT reaches a real `agentmon serve` process", async 
   const env = childEnv({ AGENTMON_API_KEY: key, AGENTMON_RATE_LIMIT: "2", AGENTMON_LOG_LEVEL: "silent" });
   const server = agentmon(t, ["serve", "--port", "0", "--db", join(dir, "a.db")], env);
   const base = (await server.waitFor(LISTENING))[1] ?? "";
-  const create = (id: string) =>
-    fetch(`${base}/v2/create_session`, {
+  const create = async (id: string) => {
+    const res = await fetch(`${base}/v2/create_session`, {
       method: "POST",
       headers: { "content-type": "application/json", "x-agentmon-api-key": key },
       body: JSON.stringify({ session: { id } }),
     });
+    await checkFetched("POST", "/v2/create_session", res); // decision 030, on the real process
+    return res;
+  };
   t.equal((await create("a")).status, 200);
   t.equal((await create("b")).status, 200);
   const third = await create("c");

@@ -313,6 +313,65 @@ t.test("the index follows every write: update_events, deletes, bulk delete, expo
   t.strictSame(await found("giraffes"), ["s-prompt-string"], "the others still do");
 });
 
+t.test("a phrase never crosses fields nor events (decision 030); where it matches, the snippet shows it", async (t) => {
+  const api = await build(t);
+  const text = (row: Row) => row.match?.highlights.map(([s, e]) => row.match?.snippet.slice(s, e));
+  // Each of these holds both words, adjacent only if fields or events were run together.
+  const fields = await api.session("cross-fields", { init_timestamp: at(T0) });
+  await createEvents(api, fields, [
+    { type: "tool", id: "e-tool", name: "kettle", input: "boil the copperkettle", output: "whistlewind says the pot" },
+    { type: "llm", id: "e-llm", prompt: "a prompt about copperkettle", completion: "whistlewind answers" },
+    { type: "error", id: "e-error", error_type: "copperkettle", details: "whistlewind broke" },
+  ]);
+  const events = await api.session("cross-events", { init_timestamp: at(T0 + 1000) });
+  await createEvents(api, events, [
+    { type: "llm", id: "e-first", init_timestamp: at(T0 + 1001), completion: "ends with copperkettle" },
+    { type: "llm", id: "e-second", init_timestamp: at(T0 + 1002), prompt: "whistlewind starts this one" },
+  ]);
+  await api.session("cross-own", {
+    init_timestamp: at(T0 + 2000),
+    end_state: "Fail",
+    end_state_reason: "stopped at the copperkettle",
+    tags: ["whistlewind", "other"],
+  });
+  t.strictSame(
+    await search(api, '"copperkettle whistlewind"'),
+    [],
+    "no session: the phrase is in none of their fields",
+  );
+  t.strictSame(
+    (await search(api, "copperkettle whistlewind")).map((row) => row.session.id),
+    ["cross-own", "cross-fields"],
+    "the same words, not as a phrase: one document holding both is enough",
+  );
+
+  // Where the phrase is in one field, it matches, and the snippet and highlights show it.
+  const inOutput = await api.session("in-output", { init_timestamp: at(T0 + 3000) });
+  await createEvents(api, inOutput, [
+    { type: "tool", id: "e-in", name: "kettle", input: "copperkettle", output: "the copperkettle whistlewind sings" },
+  ]);
+  await api.session("in-reason", {
+    init_timestamp: at(T0 + 4000),
+    end_state: "Fail",
+    end_state_reason: "a Copperkettle Whistlewind, again",
+  });
+  const rows = await search(api, '"copperkettle whistlewind"');
+  t.strictSame(
+    rows.map((row) => [row.session.id, row.match?.field, row.match?.event_id]),
+    [
+      ["in-reason", "end_state_reason", null],
+      ["in-output", "output", "e-in"],
+    ],
+    "the sessions whose one field holds the phrase, and that field",
+  );
+  t.strictSame(rows.map(text), [["Copperkettle Whistlewind"], ["copperkettle whistlewind"]], "highlighted whole");
+  t.strictSame(
+    rows.map((row) => row.match?.snippet),
+    ["a Copperkettle Whistlewind, again", "the copperkettle whistlewind sings"],
+    "the snippets are the fields that hold it",
+  );
+});
+
 t.test("the snippet: at most 160 characters around the first hit, offsets on the terms", async (t) => {
   const api = await build(t);
   const filler = (n: number) => Array.from({ length: n }, (_, i) => `word${i}`).join(" ");

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import t from "tap";
 import { openDb } from "../db/sqlite/open.ts";
 import { sqliteStore } from "../db/sqlite/store.ts";
+import { checkFetched } from "./conformance.ts";
 import { API_KEY, build, eventIds, inspect, tempDir } from "./helper.ts";
 import { encodeTraces } from "./otlp.encode.ts";
 import { grpcClient } from "./otlp.grpc.helpers.ts";
@@ -23,7 +24,8 @@ async function postJson(url: string, body: unknown, headers: Record<string, stri
     body: JSON.stringify(body),
     signal: AbortSignal.timeout(WAIT_MS),
   });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  // The conformance layer (decision 030) on the real process's answers too.
+  return { status: res.status, body: JSON.parse(await checkFetched("POST", url, res)) as Record<string, unknown> };
 }
 
 /** The JSON lines of a process's stdout. */

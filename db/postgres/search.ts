@@ -9,6 +9,7 @@ import {
   eventFields,
   eventWords,
   fold,
+  SEARCHED_FIELDS,
   type SearchMatch,
   type SearchQuery,
   sessionFields,
@@ -33,7 +34,7 @@ export const tsQuery = (query: SearchQuery) =>
 /**
  * The same for the events' search_words, which keep no order: every word of every term, folded as
  * eventWords folds them, ANDed; a phrase's last word a prefix when the phrase is one. Phrases are
- * then checked in the candidates' text (phraseCheck).
+ * then checked in the candidates' fields (eventPhrases).
  */
 export const wordsQuery = (query: SearchQuery) =>
   query.terms
@@ -44,26 +45,50 @@ export const wordsQuery = (query: SearchQuery) =>
 
 const TSQUERY = (param: string) => `to_tsquery('simple', agentmon_search_fold(${param}))`;
 const EVENT_WORDS = "to_tsvector('simple', search_words)";
-const EVENT_VECTOR = "agentmon_search_vector(agentmon_event_text(body))";
 const SESSION_VECTOR = "agentmon_search_vector(agentmon_session_text(end_state_reason, tags))";
 
-/** The query's phrases only, as a tsquery text (undefined: it has none). */
-const phrasesOf = (query: SearchQuery) => {
-  const phrases = { terms: query.terms.filter((term) => term.words.length > 1) };
-  return phrases.terms.length > 0 ? tsQuery(phrases) : undefined;
-};
+/** Each phrase of the query (a term of several words) as a tsquery text of its own. */
+const phrasesOf = (query: SearchQuery) =>
+  query.terms.filter((term) => term.words.length > 1).map((term) => tsQuery({ terms: [term] }));
 
-/** The events' condition: their words, then (only for the candidates) the phrases in their text. */
+/** The searched fields of an event, in SEARCHED_FIELDS' order. */
+const FIELDS = `ARRAY[${SEARCHED_FIELDS.map((name) => `'${name}'`).join(", ")}]`;
+
+/**
+ * Each phrase within one field of the event (decision 030: a phrase never runs from one field
+ * into the next, as the whole text's vector would let it): for each phrase, one of the fields'
+ * own vectors holds it.
+ */
+const eventPhrases = (phrases: string[], p: (value: unknown) => string) =>
+  phrases
+    .map(
+      (phrase) => ` AND EXISTS (SELECT 1 FROM (SELECT body::jsonb AS b) x, unnest(${FIELDS}) f
+        WHERE x.b ? f AND agentmon_search_vector(agentmon_json_text(x.b -> f)) @@ ${TSQUERY(p(phrase))})`,
+    )
+    .join("");
+
+/** The same for a session's own fields, which its index holds as one text (end_state_reason, then the tags). */
+const sessionPhrases = (phrases: string[], p: (value: unknown) => string) =>
+  phrases
+    .map((phrase) => {
+      const q = TSQUERY(p(phrase));
+      return ` AND (agentmon_search_vector(end_state_reason) @@ ${q}
+        OR agentmon_search_vector(array_to_string(tags, ' ')) @@ ${q})`;
+    })
+    .join("");
+
+/** The events' condition: their words, then (only for the candidates) each phrase in one of their fields. */
 function eventCondition(query: SearchQuery, p: (value: unknown) => string) {
-  const phrases = phrasesOf(query);
-  return `${EVENT_WORDS} @@ to_tsquery('simple', ${p(wordsQuery(query))})${
-    phrases === undefined ? "" : ` AND ${EVENT_VECTOR} @@ ${TSQUERY(p(phrases))}`
-  }`;
+  return `${EVENT_WORDS} @@ to_tsquery('simple', ${p(wordsQuery(query))})${eventPhrases(phrasesOf(query), p)}`;
 }
+
+/** The sessions' own condition: their text, then each phrase in one of their fields. */
+const sessionCondition = (query: SearchQuery, p: (value: unknown) => string) =>
+  `${SESSION_VECTOR} @@ ${TSQUERY(p(tsQuery(query)))}${sessionPhrases(phrasesOf(query), p)}`;
 
 /** The session list's condition: the session's own fields match, or one of its events does. */
 export const searchCondition = (query: SearchQuery, p: (value: unknown) => string) =>
-  `(s.pk IN (SELECT pk FROM sessions WHERE ${SESSION_VECTOR} @@ ${TSQUERY(p(tsQuery(query)))})
+  `(s.pk IN (SELECT pk FROM sessions WHERE ${sessionCondition(query, p)})
     OR s.pk IN (SELECT session_pk FROM events WHERE ${eventCondition(query, p)}))`;
 
 /** The words an event's row gets in search_words (eventWords of its body). */
@@ -73,11 +98,12 @@ export const searchWords = (body: unknown) =>
 
 /** The session's own fields when they match, else its first matching event in time order. */
 export async function searchMatch(db: Queryable, pk: number, query: SearchQuery): Promise<SearchMatch | undefined> {
-  const { rows: own } = await db.query<{ end_state_reason: string | null; tags: string[] | null }>(
-    `SELECT end_state_reason, tags FROM sessions WHERE pk = $1 AND ${SESSION_VECTOR} @@ ${TSQUERY("$2")}`,
-    [pk, tsQuery(query)],
+  const own: unknown[] = [pk];
+  const { rows: sessions } = await db.query<{ end_state_reason: string | null; tags: string[] | null }>(
+    `SELECT end_state_reason, tags FROM sessions WHERE pk = $1 AND ${sessionCondition(query, (value) => `$${own.push(value)}`)}`,
+    own,
   );
-  const session = own[0];
+  const session = sessions[0];
   if (session) return snippetOf(sessionFields(session.end_state_reason, session.tags), query, null);
   const params: unknown[] = [pk];
   const p = (value: unknown) => `$${params.push(value)}`;

@@ -7,11 +7,11 @@ import type Database from "better-sqlite3";
 import {
   distinctWords,
   eventFields,
-  eventText,
   eventWords,
   fold,
   hasPhrases,
   INDEXED_CHARACTERS,
+  indexedFields,
   matchesWords,
   type SearchMatch,
   type SearchQuery,
@@ -59,17 +59,26 @@ const eventCondition = (phrases: boolean) =>
     phrases ? " AND agentmon_has_phrases(e.body, @q_phrases)" : ""
   }`;
 
+/**
+ * The session's own fields: the index holds them as one text (end_state_reason, then the tags), so
+ * a phrase found there is checked again within one field (decision 030: a phrase never crosses
+ * fields).
+ */
+const sessionCondition = (phrases: boolean) =>
+  `s.pk IN (SELECT rowid FROM session_search WHERE session_search MATCH @q)${
+    phrases ? " AND agentmon_session_has_phrases(s.end_state_reason, s.tags, @q_phrases)" : ""
+  }`;
+
 /** The session list's condition: the session's own fields match, or one of its events does. */
-export const searchCondition = (
-  phrases: boolean,
-) => `(s.pk IN (SELECT rowid FROM session_search WHERE session_search MATCH @q)
+export const searchCondition = (phrases: boolean) => `(${sessionCondition(phrases)}
   OR s.pk IN (SELECT e.session_pk FROM events e WHERE ${eventCondition(phrases)}))`;
 
 /**
  * The SQL functions the index and the phrase check need, on every connection (openDb before its
  * migrations, openReader): agentmon_event_words(body), the distinct folded words of an event's
  * searched text (migration 008's event_search_text); agentmon_has_phrases(body, query), whether
- * the event's text holds the query's phrases.
+ * each of the query's phrases is in one field of the event (hasPhrases: never across two), and
+ * agentmon_session_has_phrases(end_state_reason, tags, query) the same of a session's own fields.
  */
 export function searchFunctions(db: Db) {
   const fieldsOf = (body: unknown): Record<string, unknown> =>
@@ -77,24 +86,30 @@ export function searchFunctions(db: Db) {
   const cache = new WordCache();
   db.function("agentmon_event_words", { deterministic: true }, (body) => eventWords(fieldsOf(body), cache));
   db.function("agentmon_has_phrases", { deterministic: true }, (body, query) =>
-    hasPhrases(eventText(fieldsOf(body)), JSON.parse(String(query)) as SearchQuery) ? 1 : 0,
+    hasPhrases(indexedFields(eventFields(fieldsOf(body))), JSON.parse(String(query)) as SearchQuery) ? 1 : 0,
+  );
+  const ownFields = (reason: unknown, tags: unknown) =>
+    indexedFields(
+      sessionFields(typeof reason === "string" ? reason : null, typeof tags === "string" ? parse(tags) : null),
+    );
+  db.function("agentmon_session_has_phrases", { deterministic: true }, (reason, tags, query) =>
+    hasPhrases(ownFields(reason, tags), JSON.parse(String(query)) as SearchQuery) ? 1 : 0,
   );
   // The page-first search's checks (searchWalk): an event's, a session's own fields.
   const words = (text: string) => new Set(distinctWords(text).split(" "));
   db.function("agentmon_event_matches", { deterministic: true }, (body, query) => {
     const fields = fieldsOf(body);
     const found = new Set(eventWords(fields, cache).split(" "));
-    return matchesWords(found, () => eventText(fields), JSON.parse(String(query)) as SearchQuery) ? 1 : 0;
+    const parsed = JSON.parse(String(query)) as SearchQuery;
+    return matchesWords(found, () => indexedFields(eventFields(fields)), parsed) ? 1 : 0;
   });
   db.function("agentmon_session_matches", { deterministic: true }, (reason, tags, query) => {
-    const text = sessionFields(
-      typeof reason === "string" ? reason : null,
-      typeof tags === "string" ? parse(tags) : null,
-    )
+    const fields = ownFields(reason, tags);
+    const text = fields
       .map(([, value]) => value)
       .join(" ")
       .slice(0, INDEXED_CHARACTERS);
-    return matchesWords(words(text), () => text, JSON.parse(String(query)) as SearchQuery) ? 1 : 0;
+    return matchesWords(words(text), () => fields, JSON.parse(String(query)) as SearchQuery) ? 1 : 0;
   });
 }
 
@@ -226,7 +241,11 @@ export function searchMatches(db: Db) {
   return (pk: number, query: SearchQuery, common: boolean): SearchMatch | undefined => {
     const { q: match, ...events } = searchParams(query);
     const session = q.session.get({ pk, q: match });
-    if (session) return snippetOf(sessionFields(session.end_state_reason, parse(session.tags)), query, null);
+    const own = session && sessionFields(session.end_state_reason, parse(session.tags));
+    // The index holds the session's fields as one text: a phrase is checked within one field.
+    if (own && (events.q_phrases === undefined || hasPhrases(indexedFields(own), query))) {
+      return snippetOf(own, query, null);
+    }
     const event = common
       ? q.walked.get({ pk, query: JSON.stringify(query) })
       : q.event[events.q_phrases === undefined ? 0 : 1]?.get({ pk, ...events });

@@ -210,6 +210,13 @@ t.test("a common word found only past the sessions walked: the page comes from t
     "and the next page",
   );
   t.equal(rest.next, null);
+  // The newest session holds the phrase's words only across two fields of one tool event (decision
+  // 030: a phrase never crosses fields), and across two events: the walk must not list it.
+  await store.insertEvents(project, "s1099", [
+    newEvent("cross-fields", { type: "tool", fields: { input: "ask plenty", output: "odd answer" } }),
+    llm("cross-events-1", "one more plenty"),
+    llm("cross-events-2", "odd one out"),
+  ]);
   const phrase = await store.listSessions(project, { q: parseSearch('"plenty odd"') as typeof query }, undefined, 3);
   t.strictSame(
     phrase.items.map((row) => [row.session.id, row.match?.event_id]),
@@ -218,6 +225,6 @@ t.test("a common word found only past the sessions walked: the page comes from t
       ["s0008", "w8-1"],
       ["s0007", "w7-1"],
     ],
-    "a phrase of common words: its events only",
+    "a phrase of common words: its events only, never across two fields or two events",
   );
 });
