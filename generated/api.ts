@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 d7f4626d6643f6b1185827cb1f2b1db1dbccb09f58866c7bee3860588bd710c2. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 b3f596134a94cf92845bd2dba44cf8e73db23889667f1adb742322cb16654979. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -1929,6 +1929,15 @@ export interface components {
                 "application/json": components["schemas"]["CreateEventsResponse"];
             };
         };
+        /** @description The request itself cannot be served, whatever the operation: an HTTP/1.1 request without a `Host` header (or with an empty one, or two), or a query parameter (its name or value) or a path holding U+0000 (G9). `details` names the parameter when there is one. */
+        BadRequestLine: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description Malformed JSON, an empty body, a body that breaks the schema, text holding U+0000 (G9), or a body that cannot be decompressed. Nothing was stored. */
         BadRequest: {
             headers: {
@@ -2852,6 +2861,7 @@ export interface operations {
                     "application/yaml": string;
                 };
             };
+            400: components["responses"]["BadRequestLine"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -3640,7 +3650,9 @@ export interface operations {
             401: components["responses"]["InvalidApiKey"];
             403: components["responses"]["MissingScope"];
             404: components["responses"]["SessionNotFound"];
+            413: components["responses"]["PayloadTooLarge"];
             414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -4196,6 +4208,7 @@ export interface operations {
                     "application/json": components["schemas"]["HealthResponse"];
                 };
             };
+            400: components["responses"]["BadRequestLine"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -4224,6 +4237,7 @@ export interface operations {
                     "application/json": components["schemas"]["HealthResponse"];
                 };
             };
+            400: components["responses"]["BadRequestLine"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -4253,6 +4267,7 @@ export interface operations {
                     "application/json": components["schemas"]["ReadinessResponse"];
                 };
             };
+            400: components["responses"]["BadRequestLine"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -4283,6 +4298,7 @@ export interface operations {
                     "text/plain; version=0.0.4": string;
                 };
             };
+            400: components["responses"]["BadRequestLine"];
             401: components["responses"]["InvalidMetricsToken"];
             404: components["responses"]["MetricsNotServed"];
             500: components["responses"]["InternalError"];
@@ -4334,6 +4350,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequestLine"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };

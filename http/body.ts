@@ -9,7 +9,7 @@
  */
 import { PassThrough, pipeline, type Readable, Transform } from "node:stream";
 import { createGunzip, createInflate } from "node:zlib";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import { payloadTooLarge, unsupportedMediaType } from "../domain/errors.ts";
 import { quoteBigIntegers } from "../ingest/otlp/decode.ts";
 import type { InflightBytes } from "../services/inflight.ts";
@@ -71,6 +71,12 @@ function guarded(source: Readable, admit: (chunk: Buffer) => Error | undefined):
   return out;
 }
 
+/** Whether a request has a body to decode: a length above 0, or chunks. */
+function carriesBody(req: FastifyRequest): boolean {
+  const { headers } = req;
+  return headers["transfer-encoding"] !== undefined || (headers["content-length"] ?? "0") !== "0";
+}
+
 export function decodeBody(
   decoder: (() => Decoder) | undefined,
   payload: Readable,
@@ -116,8 +122,12 @@ export function bodies(
   app.addHook("preParsing", async (req, reply, payload) => {
     // An OTLP route has a limit of its own (http/otlp.ts); the others, the app's.
     const limit = req.routeOptions.bodyLimit ?? bodyLimit;
+    // A GET or HEAD body is never read (Node drops it), so nothing about it is refused either.
+    if (req.method === "GET" || req.method === "HEAD") return payload;
     // G3: 413 outranks 415, so a declared oversize body is refused before its type is looked at.
     if (Number(req.headers["content-length"]) > limit) throw payloadTooLarge(limit);
+    // A request without a body (neither a length nor chunks) has no coding to refuse.
+    if (!carriesBody(req)) return payload;
     const decoder = decoderFor(req.headers["content-encoding"]);
     // Then the memory ceiling: a body that does not fit is refused before it is read (503).
     const meter = inflight === undefined ? undefined : meterBody(inflight, req, reply);

@@ -118,6 +118,14 @@ t.test("G4: JSON with any parameters, gzip and deflate bodies; the limit applies
     }
   });
 
+  t.test("G4: a request without a body is served whatever its Content-Encoding (nothing to decode)", async (t) => {
+    const api = await build(t);
+    for (const url of ["/healthz", "/ui/uplot.js", "/v2/openapi.yaml"]) {
+      const res = await api.inject({ method: "GET", url, headers: { "content-encoding": "application/json" } });
+      t.equal(res.statusCode, 200, `GET ${url}`);
+    }
+  });
+
   t.test("G4: identity in a list of codings is no coding; two real codings are a 415", async (t) => {
     const api = await build(t);
     const headers = (encoding: string) => ({
