@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 5a705e50b14d61d0941da542c3b8233feefc92d5f9c90a59c2094218f5bb8fa7. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 b080abf254b54f5ef1366d15f2ef627cc424d114e74de080145dfaae866a35a9. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
