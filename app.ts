@@ -12,9 +12,10 @@ import { createHandlers } from "./handlers/index.ts";
 import { credentials } from "./http/auth.ts";
 import { bodies } from "./http/body.ts";
 import { docs } from "./http/docs.ts";
-import { clientError, errorAnswers, hostRequired, sendError, toApiError } from "./http/errors.ts";
+import { clientErrors, errorAnswers, hostRequired, sendError, toApiError } from "./http/errors.ts";
 import { holdWhileHandling } from "./http/inflight.ts";
 import { backpressure, timeouts } from "./http/limits.ts";
+import { lingerBound, lingeringClose } from "./http/linger.ts";
 import { requestMetrics } from "./http/metrics.ts";
 import { otlpRoutes } from "./http/otlp.ts";
 import { normaliseQuery } from "./http/parameters.ts";
@@ -85,11 +86,14 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const eventsSchema = spec.components.schemas.CreateEventsRequest?.properties?.events;
   if (eventsSchema && options.maxEvents !== undefined) eventsSchema.maxItems = options.maxEvents;
   const routes = routesOf(spec);
+  const otlpBodyLimit = options.otlpBodyLimit ?? 16 * MIB;
+  // A connection closed after an answer is read and dropped within this (http/linger.ts).
+  const linger = lingerBound([bodyLimit, otlpBodyLimit], options.requestTimeoutMs);
 
   const app = Fastify({
     ...timeouts(options.requestTimeoutMs, options.keepAliveTimeoutMs),
     ...schemaOptions,
-    clientErrorHandler: clientError,
+    clientErrorHandler: clientErrors(linger),
     // Ids may be 256 characters (L1), and percent-encoding makes one up to 12 times as long.
     routerOptions: { maxParamLength: 256 * 12 },
     frameworkErrors: (err, _req, reply) => sendError(reply, toApiError(err, bodyLimit)),
@@ -101,12 +105,13 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   });
 
   hostRequired(app); // the first hook: a request without Host is refused before all else
+  lingeringClose(app, linger);
   validateEveryBody(app);
   const credentialChecks = await credentials(app, { ...options, now, routes });
   const pressure = await backpressure(app, options.maxEventLoopDelayMs);
   requestMetrics(app, { metrics, token: options.metricsToken, routes });
   app.addHook("preValidation", normaliseQuery);
-  otlpRoutes(app, options.otlpBodyLimit ?? 16 * MIB);
+  otlpRoutes(app, otlpBodyLimit);
   bodies(app, { bodyLimit, responseMediaTypes: routes.responseMediaTypes, inflight });
   holdWhileHandling(app);
   errorAnswers(app, { bodyLimit, routes, review: credentialChecks.review });

@@ -78,6 +78,15 @@ function stopper(app: FastifyInstance, io: Output, drainFirst: () => Promise<voi
   };
 }
 
+/**
+ * Connections the kernel keeps waiting for the server to accept them (capped by
+ * net.core.somaxconn, 4096 on current Linux). Node's default is 511: while the event loop is busy
+ * with large bodies, a burst of more clients than that (issue 27: 1000 uploads at once) overflows
+ * the accept queue, and a client whose handshake the kernel dropped there is reset when it sends,
+ * never reading the answer the server would have given it.
+ */
+const LISTEN_BACKLOG = 4096;
+
 export async function serve(config: Config, io: Output): Promise<number> {
   // A storage thread that stopped on its own leaves a server that can only answer 503: it exits
   // (status 1, once the requests in flight are answered) so that its supervisor restarts it.
@@ -156,7 +165,7 @@ export async function serve(config: Config, io: Output): Promise<number> {
   };
   let address: string;
   try {
-    address = await app.listen({ port: config.port, host: config.host });
+    address = await app.listen({ port: config.port, host: config.host, backlog: LISTEN_BACKLOG });
   } catch (error) {
     showFirstKey(undefined); // the key exists now: do not lose it because the port was taken
     await app.close();

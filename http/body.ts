@@ -13,7 +13,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { payloadTooLarge, unsupportedMediaType } from "../domain/errors.ts";
 import { quoteBigIntegers } from "../ingest/otlp/decode.ts";
 import type { InflightBytes } from "../services/inflight.ts";
-import { type Meter, meterBody } from "./inflight.ts";
+import { type Meter, meterBody, settleParsed, UNPARSED_COST } from "./inflight.ts";
 import { parseJsonBody, refuseNul } from "./json.ts";
 import { otlpRoute } from "./otlp.ts";
 
@@ -87,21 +87,21 @@ export function decodeBody(
   const growRaw = meter !== undefined && !meter.declared;
   if (decoder === undefined) {
     if (!growRaw) return payload;
-    return guarded(payload, (chunk) => (meter.hold.grow(chunk.length) ? undefined : meter.refusal()));
+    return guarded(payload, (chunk) => (meter.hold.grow(chunk.length * UNPARSED_COST) ? undefined : meter.refusal()));
   }
   let decoded = 0;
   const counter: Transform & { receivedEncodedLength?: number } = new Transform({
     transform(chunk: Buffer, _encoding, done) {
       decoded += chunk.length;
       if (decoded > limit) done(payloadTooLarge(limit));
-      else if (meter !== undefined && !meter.hold.grow(chunk.length)) done(meter.refusal());
+      else if (meter !== undefined && !meter.hold.grow(chunk.length * UNPARSED_COST)) done(meter.refusal());
       else done(null, chunk);
     },
   });
   counter.receivedEncodedLength = 0;
   const source = guarded(payload, (chunk) => {
     counter.receivedEncodedLength = (counter.receivedEncodedLength ?? 0) + chunk.length;
-    return growRaw && !meter.hold.grow(chunk.length) ? meter.refusal() : undefined;
+    return growRaw && !meter.hold.grow(chunk.length * UNPARSED_COST) ? meter.refusal() : undefined;
   });
   pipeline(source, decoder(), counter, () => {});
   return counter;
@@ -144,6 +144,8 @@ export function bodies(
       // U+0000 (decision 017). An OTLP route looks for it in the request it decodes
       // (services/otlp.ts), so that its protobuf and JSON bodies are judged alike.
       if (!otlp) refuseNul(text, value);
+      // The memory ceiling counts what the parsed body takes from now on (http/inflight.ts).
+      settleParsed(req, text.length, value);
       done(null, value);
     } catch (error) {
       done(error as Error, undefined);

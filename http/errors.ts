@@ -4,6 +4,7 @@
  * with its status. Nothing internal reaches the client.
  */
 import type { IncomingMessage } from "node:http";
+import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { Conflict, KeyRevoked, SchemaMismatch, StorageFault } from "../db/errors.ts";
@@ -17,6 +18,7 @@ import {
   serviceUnavailable,
   unsupportedMediaType,
 } from "../domain/errors.ts";
+import { answeredWhileArriving, type LingerBound, linger } from "./linger.ts";
 import { otlpRoute, sendOtlpError } from "./otlp.ts";
 import type { Routes } from "./routes.ts";
 import { type AjvError, detailsFromAjv } from "./validation.ts";
@@ -87,10 +89,26 @@ export function toApiError(err: unknown, bodyLimit: number): ApiError {
 
 /**
  * Errors Node's HTTP parser meets before there is a request to route (O1 timeouts, oversized or
- * broken headers) get a G2 body too; the connection is then closed.
+ * broken headers) get a G2 body too; the connection is then closed, lingering (http/linger.ts):
+ * the client may still be sending its request, and closing at once would reset the connection
+ * under the answer. A request that has its answer already (a refusal sent before its body was
+ * read, whose body was still arriving when O1's timeout came) gets no second one.
  */
-export function clientError(err: NodeJS.ErrnoException, socket: Duplex) {
-  if (err.code === "ECONNRESET" || socket.destroyed) return;
+export function clientErrors(bound: LingerBound) {
+  return function clientError(err: NodeJS.ErrnoException, socket: Socket) {
+    if (err.code === "ECONNRESET" || socket.destroyed) return;
+    const attached = (socket as { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
+    if (attached?.headersSent) {
+      socket.destroy(); // an answer is half-written: nothing more can be said on this connection
+      return;
+    }
+    if (socket.writable && !answeredWhileArriving(socket)) socket.write(clientErrorAnswer(err));
+    linger(socket, bound);
+  };
+}
+
+/** The raw HTTP/1.1 answer to an error of Node's parser. */
+function clientErrorAnswer(err: NodeJS.ErrnoException): string {
   const [status, reason, body] =
     err.code === "ERR_HTTP_REQUEST_TIMEOUT"
       ? [
@@ -106,11 +124,16 @@ export function clientError(err: NodeJS.ErrnoException, socket: Duplex) {
           ]
         : [400, "Bad Request", { error: "Bad request", message: "The request is not valid HTTP/1.1" }];
   const text = JSON.stringify(body);
-  if (socket.writable) {
-    socket.write(
-      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
-    );
-  }
+  return `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`;
+}
+
+/**
+ * The metrics listener's clientError (it takes no bodies, so nothing lingers): Node's parser
+ * errors get their G2 body, then the connection is closed.
+ */
+export function clientError(err: NodeJS.ErrnoException, socket: Duplex) {
+  if (err.code === "ECONNRESET" || socket.destroyed) return;
+  if (socket.writable) socket.write(clientErrorAnswer(err));
   socket.destroy();
 }
 

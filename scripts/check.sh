@@ -48,7 +48,7 @@ THREAD_TESTS=(
   test/general.*.test.ts test/limits.l*.test.ts test/read.*.test.ts test/replay.test.ts test/sessions.*.test.ts
   test/ui.test.ts test/otlp.t1-t4.test.ts test/otlp.t5-t7.test.ts test/otlp.replay.test.ts test/metrics.test.ts
   test/client.test.ts test/compat.*.test.ts test/otlp.grpc.test.ts test/otlp.grpc.clients.test.ts
-  test/fuzz.names.test.ts test/conformance.fields.test.ts test/search.test.ts
+  test/fuzz.names.test.ts test/conformance.fields.test.ts test/search.test.ts test/linger.test.ts
 )
 
 # The HTTP tests a third time on PostgreSQL (STORE=postgres; a database per build(), test/postgres.ts),

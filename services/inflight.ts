@@ -18,6 +18,11 @@ export interface Hold {
   readonly bytes: number;
   /** Adds `n` bytes; false (and nothing added) when they would pass the budget. */
   grow(n: number): boolean;
+  /**
+   * Makes the hold `n` bytes, whether or not they fit: what a parsed body costs is spent already,
+   * and counting it only keeps new bodies out until it is released.
+   */
+  settle(n: number): void;
   release(): void;
 }
 
@@ -68,6 +73,11 @@ export class InflightBytes {
         bytes += n;
         ledger.#used += n;
         return true;
+      },
+      settle(n: number) {
+        if (released) return;
+        ledger.#used += n - bytes;
+        bytes = n;
       },
       release() {
         if (released) return;

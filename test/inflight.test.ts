@@ -13,6 +13,7 @@ import { connect, type Socket } from "node:net";
 import { gzipSync } from "node:zlib";
 import t, { type Test } from "tap";
 import type { Store } from "../db/store.ts";
+import { parsedSize, UNPARSED_COST } from "../http/inflight.ts";
 import { InflightBytes } from "../services/inflight.ts";
 import { API_KEY, build, inspect, MIB } from "./helper.ts";
 import { encodeTraces } from "./otlp.encode.ts";
@@ -154,15 +155,33 @@ t.test("the ledger: holds, growth, release once, and a body alone always fits", 
   t.equal(ledger.bytes, 0);
 });
 
+t.test("a parsed body is counted by what it takes: many small values weigh more than their text", async (t) => {
+  const small = JSON.stringify({
+    events: Array.from({ length: 2000 }, (_, i) => ({ id: `e${i}`, n: i, x: 1.5, ok: true })),
+  });
+  const long = JSON.stringify({ events: [{ id: "e", output: "y".repeat(small.length) }] });
+  const smallSize = parsedSize(JSON.parse(small));
+  const longSize = parsedSize(JSON.parse(long));
+  t.ok(smallSize > 2 * small.length, `small values: ${(smallSize / small.length).toFixed(2)} bytes a byte of text`);
+  t.ok(longSize > long.length && longSize < 1.01 * long.length, "one long string: about its text");
+  t.equal(parsedSize(null), 0);
+  t.equal(parsedSize(7), 0, "a small integer is no object of its own");
+  t.equal(parsedSize(0.5), 16, "a double is a heap number");
+});
+
 t.test("a declared body is held before it is read; one that does not fit gets 503 before it is sent", async (t) => {
-  const { port, session, store, withKey } = await listening(t, { inflightBytes: 6 * MIB });
+  const { port, session, store, withKey } = await listening(t, { inflightBytes: 12 * MIB });
   const jwt = await session("held");
   const other = await session("refused");
   // 4 MiB declared, 10 bytes sent: the whole length is held from the start.
   const slow = rawClient(port);
   slow.socket.write(head("/v2/create_events", { ...bearer(jwt), "content-length": 4 * MIB }));
   slow.socket.write('{"events":');
-  t.equal(await untilInflight(port, (b) => b > 0), 4 * MIB, "the declared 4 MiB are held");
+  t.equal(
+    await untilInflight(port, (b) => b > 0),
+    4 * MIB * UNPARSED_COST,
+    "the declared 4 MiB are held, with room for their parse",
+  );
 
   // 3 MiB more do not fit: refused on the headers alone, the body never sent.
   const refused = rawClient(port);
@@ -194,13 +213,13 @@ t.test("a declared body is held before it is read; one that does not fit gets 50
 });
 
 t.test("a chunked body is counted as it arrives and refused the moment it would pass the budget", async (t) => {
-  const { port, session, store } = await listening(t, { inflightBytes: 4 * MIB });
+  const { port, session, store } = await listening(t, { inflightBytes: 4 * MIB * UNPARSED_COST });
   const jwt = await session("chunked");
   const other = await session("other");
   // Another body holds 3 MiB, so the chunked one has 1 MiB before the budget is passed.
   const holder = rawClient(port);
   holder.socket.write(head("/v2/create_events", { ...bearer(other), "content-length": 3 * MIB }));
-  await untilInflight(port, (b) => b === 3 * MIB);
+  await untilInflight(port, (b) => b === 3 * MIB * UNPARSED_COST);
 
   const body = eventsBody(2 * MIB, "c");
   const chunks = [body.slice(0, 512 * 1024), body.slice(512 * 1024)];
@@ -225,7 +244,7 @@ t.test("a chunked body is counted as it arrives and refused the moment it would 
     req.on("error", reject);
     req.write(chunks[0]);
     // Half a MiB fits: it is held, and the call is still waiting for the rest.
-    untilInflight(port, (b) => b >= 3 * MIB + 512 * 1024).then(() => req.end(chunks[1]), reject);
+    untilInflight(port, (b) => b >= (3 * MIB + 512 * 1024) * UNPARSED_COST).then(() => req.end(chunks[1]), reject);
   });
   isRefusal(t, answer, "the rest passes the budget: 503");
   t.equal(await storedEvents(store, "chunked"), 0, "nothing stored");
@@ -241,7 +260,7 @@ t.test("a chunked body is counted as it arrives and refused the moment it would 
 });
 
 t.test("gzip and deflate bodies are counted inflated", async (t) => {
-  const { port, session, store } = await listening(t, { inflightBytes: 3 * MIB });
+  const { port, session, store } = await listening(t, { inflightBytes: 3 * MIB * UNPARSED_COST });
   const jwt = await session("gz");
   const other = await session("other");
   const body = eventsBody(2 * MIB, "g");
@@ -250,7 +269,7 @@ t.test("gzip and deflate bodies are counted inflated", async (t) => {
   // Another body holds 1.5 MiB: the compressed bytes fit, the inflated ones do not.
   const holder = rawClient(port);
   holder.socket.write(head("/v2/create_events", { ...bearer(other), "content-length": 1.5 * MIB }));
-  await untilInflight(port, (b) => b === 1.5 * MIB);
+  await untilInflight(port, (b) => b === 1.5 * MIB * UNPARSED_COST);
   const gzHeaders = { ...bearer(jwt), "content-encoding": "gzip" };
   isRefusal(t, await send(port, "POST", "/v2/create_events", gzHeaders, gz), "503 while inflating");
   isRefusal(
@@ -341,18 +360,24 @@ t.test("a hold outlives a client that leaves while its call is being stored", as
   client.socket.destroy();
   await client.closed;
   await new Promise((resolve) => setTimeout(resolve, 100));
-  t.equal(await inflightBytes(built.port), Buffer.byteLength(body), "still held while the handler stores it");
+  const held = await inflightBytes(built.port);
+  const bytes = Buffer.byteLength(body);
+  t.equal(
+    held,
+    bytes + parsedSize(JSON.parse(body)),
+    "still held while the handler stores it: its bytes and its parse",
+  );
   release();
   await untilInflight(built.port, (b) => b === 0);
   t.equal(await storedEvents(store, "slow-store"), 50, "stored, then released");
 });
 
 t.test("OTLP: the refusal is a google.rpc.Status UNAVAILABLE with Retry-After", async (t) => {
-  const { port, session } = await listening(t, { inflightBytes: 2 * MIB });
+  const { port, session } = await listening(t, { inflightBytes: 2 * MIB * UNPARSED_COST });
   const jwt = await session("otlp-holder");
   const holder = rawClient(port);
   holder.socket.write(head("/v2/create_events", { ...bearer(jwt), "content-length": 2 * MIB }));
-  await untilInflight(port, (b) => b === 2 * MIB);
+  await untilInflight(port, (b) => b === 2 * MIB * UNPARSED_COST);
   const auth = { "x-agentmon-api-key": API_KEY };
   const asJson = await send(port, "POST", "/v1/traces", { ...auth, ...json }, JSON.stringify(SMALL));
   t.equal(asJson.status, 503);

@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 b3f596134a94cf92845bd2dba44cf8e73db23889667f1adb742322cb16654979. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 0de0871f2963f9c3af1d6eec8e4d9ff3d477454769273d9315ea234e9b1e9d0f. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
