@@ -1,5 +1,5 @@
 /**
- * `npm run bench:inflight [-- --calls 1000 --shapes small-events,otlp-protobuf --inflight 192MiB --baseline-calls 0]`:
+ * `npm run bench:inflight [-- --calls 1000 --shapes small-events,otlp-protobuf --inflight 192MiB --baseline-calls 0 --client fetch]`:
  * the ceiling on memory, shown for bodies of every shape (docs/decisions/019-inflight-memory.md,
  * 029-inflight-answers-and-cost.md).
  *
@@ -37,8 +37,11 @@ const { values } = parseArgs({
     "baseline-calls": { type: "string", default: "0" },
     shapes: { type: "string", default: "small-events,huge-strings,deep-json,gzip-json,otlp-protobuf,otlp-json" },
     inflight: { type: "string" },
+    /** Who uploads: node:http (a keep-alive agent), or Node's fetch (undici), as many clients send. */
+    client: { type: "string", default: "http" },
   },
 });
+if (values.client !== "http" && values.client !== "fetch") throw new Error("--client is http or fetch");
 const CALLS = Number(values.calls);
 const BASELINE_CALLS = Number(values["baseline-calls"]);
 const BODY_BYTES = 5 * 1024 * 1024 - 1024;
@@ -65,7 +68,24 @@ interface Answer {
 const agent = new Agent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY });
 
 /** One request, on a connection of its own while the others are busy; its body in pieces (shared buffers). */
+/** An upload through Node's fetch (undici): its whole body, its answer, or the error's code. */
+async function sendByFetch(url: string, headers: Record<string, string | number>, pieces: Buffer[]): Promise<Answer> {
+  try {
+    const res = await fetch(url, {
+      method: "POST",
+      headers: Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, String(value)])),
+      body: Buffer.concat(pieces),
+    });
+    const body = await res.text();
+    return { status: res.status, headers: Object.fromEntries(res.headers), body };
+  } catch (error) {
+    const cause = (error as { cause?: NodeJS.ErrnoException }).cause;
+    return { status: 0, headers: {}, body: "", error: cause?.code ?? (error as Error).message };
+  }
+}
+
 function send(url: string, method: string, headers: Record<string, string | number>, pieces: Buffer[] = []) {
+  if (values.client === "fetch" && method === "POST" && pieces.length > 0) return sendByFetch(url, headers, pieces);
   return new Promise<Answer>((resolve) => {
     const length = pieces.reduce((sum, piece) => sum + piece.length, 0);
     const req = request(
@@ -413,7 +433,7 @@ const rows: Run[] = [];
 for (const shape of shapes()) {
   const r = await run(CALLS, values.inflight, shape);
   rows.push(r);
-  report(`${shape.name} (AGENTMON_INFLIGHT_BYTES ${values.inflight ?? "default"})`, r);
+  report(`${shape.name} (AGENTMON_INFLIGHT_BYTES ${values.inflight ?? "default"}, client ${values.client})`, r);
   const errors = Object.values(r.clientErrors).reduce((a, b) => a + b, 0);
   if (errors > 0) failures.push(`${shape.name}: ${errors} calls saw no status (${show(r.clientErrors)})`);
   if (r.missingRetryAfter > 0) failures.push(`${shape.name}: ${r.missingRetryAfter} 503s without Retry-After`);
