@@ -3,7 +3,6 @@
  * HTTP (app.inject) on a real `:memory:` SQLite store. Each top-level test is one rule; every
  * subtest name starts with its id. G3..G8 are in the other general.*.test.ts files.
  */
-import { connect } from "node:net";
 import { gzipSync } from "node:zlib";
 import type { LightMyRequestResponse } from "fastify";
 import t from "tap";
@@ -16,6 +15,7 @@ import {
   isSuccess,
   json,
   OTHER_PROJECT_KEY,
+  rawExchange,
   rawPost,
   UNKNOWN_KEY,
 } from "./helper.ts";
@@ -252,18 +252,7 @@ t.test("G2: every failure is {error, message, details?}; details paths are dotte
     const address = api.app.server.address();
     if (address === null || typeof address === "string") throw new Error("not listening on a port");
     /** Sends raw HTTP/1.x and answers all the server wrote before it closed the connection. */
-    const exchange = (request: string) =>
-      new Promise<string>((resolve, reject) => {
-        const socket = connect(address.port, "127.0.0.1");
-        let received = "";
-        socket.setEncoding("utf8");
-        socket.on("data", (chunk: string) => {
-          received += chunk;
-        });
-        socket.on("error", reject);
-        socket.on("close", () => resolve(received));
-        socket.write(request);
-      });
+    const exchange = (request: string) => rawExchange(address.port, request);
     const parse = (raw: string) => {
       const [head = "", body = ""] = raw.split("\r\n\r\n");
       return { status: Number(head.split(" ")[1]), head: head.toLowerCase(), body };

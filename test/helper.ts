@@ -6,6 +6,7 @@
  */
 import { createHmac } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -339,4 +340,19 @@ export function fileAtVersion(path: string, version: number): Database.Database 
   }
   db.pragma(`user_version = ${version}`);
   return db;
+}
+
+/** Sends `request` as raw bytes to 127.0.0.1:`port` and answers all the server sent until it closed. */
+export function rawExchange(port: number, request: string): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const socket = connect(port, "127.0.0.1");
+    let received = "";
+    socket.setEncoding("utf8");
+    socket.on("data", (chunk: string) => {
+      received += chunk;
+    });
+    socket.on("error", reject);
+    socket.on("close", () => resolve(received));
+    socket.write(request);
+  });
 }

@@ -4,7 +4,7 @@
  * ingested, the group commit's calls and rows); the token of the main port and the 404 without
  * one; the port of its own; the storage thread's figures (STORE=sqlite-thread, scripts/check.sh).
  */
-import { type AddressInfo, connect } from "node:net";
+import type { AddressInfo } from "node:net";
 import t, { type Test } from "tap";
 import { StorageFault } from "../db/errors.ts";
 import { openDb } from "../db/sqlite/open.ts";
@@ -13,7 +13,16 @@ import type { Store } from "../db/store.ts";
 import { metricsListener } from "../http/metrics.ts";
 import { Metrics } from "../services/metrics.ts";
 import { checkFetched } from "./conformance.ts";
-import { API_KEY, build, isError, OTHER_PROJECT_KEY, storeKind, type TestApp, UNKNOWN_KEY } from "./helper.ts";
+import {
+  API_KEY,
+  build,
+  isError,
+  OTHER_PROJECT_KEY,
+  rawExchange,
+  storeKind,
+  type TestApp,
+  UNKNOWN_KEY,
+} from "./helper.ts";
 import { request, span } from "./otlp.helpers.ts";
 
 const TOKEN = "metrics-token-0123456789abcdef";
@@ -364,17 +373,7 @@ t.test(
       ["GET /metrics HTTP/1.1\r\n\r\n", /Host header/],
       ["NOT HTTP\r\n\r\n", /not valid HTTP/],
     ] as const) {
-      const raw = await new Promise<string>((resolve, reject) => {
-        const socket = connect(Number(port), "127.0.0.1");
-        let received = "";
-        socket.setEncoding("utf8");
-        socket.on("data", (chunk: string) => {
-          received += chunk;
-        });
-        socket.on("error", reject);
-        socket.on("close", () => resolve(received));
-        socket.write(request);
-      });
+      const raw = await rawExchange(Number(port), request);
       t.match(raw, /^HTTP\/1\.1 400 /, `${JSON.stringify(request)}: 400`);
       const body = JSON.parse(raw.slice(raw.indexOf("\r\n\r\n") + 4));
       t.same(Object.keys(body).sort(), ["error", "message"], "a G2 body");
