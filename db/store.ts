@@ -219,6 +219,15 @@ export interface Store {
   unpricedModels(): Promise<UnpricedModel[]>;
 
   /**
+   * `agentmon rebuild` (docs/decisions/033-projections.md): empties every projection and queues
+   * every session to be projected again from its raw rows; `projectBatch` then works the queue
+   * off one batch at a time. Reads stay exact meanwhile (they catch up first).
+   */
+  rebuildProjections(): Promise<void>;
+  /** Projects one batch of what is queued; answers how many changes are left in the queue. */
+  projectBatch(): Promise<number>;
+
+  /**
    * Readiness (GET /readyz): proves the database answers, is at the schema version this code
    * needs (else `SchemaMismatch`), and takes a committed write. Resolves to the schema version.
    */
@@ -256,4 +265,9 @@ export interface StorageStats {
    * refused with 503 (O2).
    */
   thread?: { pendingCalls: number; backlogRows: number; maxBacklogRows: number };
+  /**
+   * The projector (decision 033): changes queued and not projected yet, the age of the oldest in
+   * seconds, batches run since the store opened, and the longest batch in seconds.
+   */
+  projection?: { backlog: number; lagSeconds: number; batches: number; longestBatchSeconds: number };
 }

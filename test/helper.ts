@@ -13,7 +13,7 @@ import Database from "better-sqlite3";
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from "fastify";
 import type { Test } from "tap";
 import { type AppOptions, buildApp } from "../app.ts";
-import { rollupFunctions } from "../db/sqlite/event-rollups.ts";
+import { projectorFunctions } from "../db/sqlite/projector.ts";
 import { openDb } from "../db/sqlite/open.ts";
 import { searchFunctions } from "../db/sqlite/search.ts";
 import { sqliteStore } from "../db/sqlite/store.ts";
@@ -331,7 +331,7 @@ export function fileAtVersion(path: string, version: number): Database.Database 
   const db = new Database(path);
   db.pragma("journal_mode = WAL");
   searchFunctions(db);
-  rollupFunctions(db);
+  projectorFunctions(db);
   const folder = fromRoot("db/sqlite/migrations/");
   for (const name of readdirSync(folder)
     .filter((n) => /^\d{3}-.*\.sql$/.test(n) && Number(n.slice(0, 3)) <= version)

@@ -20,13 +20,12 @@ import {
   type StoredEvent,
 } from "../rows.ts";
 import type { Db } from "./open.ts";
-import type { SearchQueue } from "./search.ts";
-import type { TotalsStatements } from "./totals.ts";
+import { CHANGE, type SqliteProjector } from "./projector.ts";
 
 /** Applies one update_events entry to a stored event: a pure function, run inside the transaction. */
 export type EventPatcher = (stored: EventRecord, patch: EventPatch) => EventRecord;
 
-export function eventStatements(db: Db, totals: TotalsStatements, search: SearchQueue) {
+export function eventStatements(db: Db, projector: SqliteProjector) {
   const q = {
     pageFirst: db.prepare<[EventPageParams], StoredEvent>(
       `SELECT * FROM events
@@ -98,10 +97,10 @@ export function eventStatements(db: Db, totals: TotalsStatements, search: Search
         else if (at !== last + 1) contiguous = false;
         last = at;
       });
-      totals.add(pk, added, first, last);
       // The words go with the pks lo..hi in order; rows always take the next pk, but should they
       // not, the index reads the stored bodies instead.
-      if (first !== 0) search(first, last, words && contiguous ? JSON.stringify(addedWords) : null);
+      if (first !== 0)
+        projector.queue(pk, CHANGE.added, first, last, words && contiguous ? JSON.stringify(addedWords) : null);
       return added.length;
     },
     /** All or nothing, inside the caller's transaction: each event is read once and written once. */
@@ -114,9 +113,8 @@ export function eventStatements(db: Db, totals: TotalsStatements, search: Search
       const unknown = patches.map(({ id }, index) => ({ index, id })).filter(({ id }) => !events.has(id));
       if (unknown.length > 0) return { status: "unknown", unknown };
       for (const patch of patches) events.set(patch.id, apply(events.get(patch.id) as EventRecord, patch));
-      totals.changing(pk);
       for (const event of events.values()) q.update.run(eventParams(pk, event));
-      totals.recount(pk);
+      projector.queue(pk, CHANGE.again);
       return { status: "updated", updated: events.size };
     },
     upsertAgent(pk: number, agent: AgentRecord): true {

@@ -40,12 +40,12 @@ export class GroupCommit {
   /** What GET /metrics shows of the group commit. */
   readonly #figures = new GroupFigures();
 
-  /** Runs in each group's transaction after its calls, before COMMIT (the search index's queue). */
-  readonly #beforeCommit: () => void;
+  /** Runs after each group is committed and its calls settled (the projector's turn: projector.ts). */
+  readonly #afterCommit: () => void;
 
-  constructor(db: Db, beforeCommit: () => void = () => {}) {
+  constructor(db: Db, afterCommit: () => void = () => {}) {
     this.#db = db;
-    this.#beforeCommit = beforeCommit;
+    this.#afterCommit = afterCommit;
     this.#tx = {
       begin: db.prepare("BEGIN IMMEDIATE"),
       commit: db.prepare("COMMIT"),
@@ -112,7 +112,6 @@ export class GroupCommit {
       if (db.inTransaction) tx.rollback.run();
       tx.begin.run();
       for (const call of group) outcomes.push(this.#runCall(call));
-      this.#beforeCommit();
       tx.commit.run();
     } catch (fault) {
       // A storage fault, an error that ended the transaction, or a failed BEGIN or COMMIT: nothing
@@ -137,6 +136,7 @@ export class GroupCommit {
       if (outcome.ok) call.resolve(outcome.value);
       else call.reject(outcome.error);
     });
+    this.#afterCommit();
   }
 
   /**

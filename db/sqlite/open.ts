@@ -2,8 +2,8 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
-import { rollupFunctions } from "./event-rollups.ts";
 import { migrate } from "./migrate.ts";
+import { projectorFunctions } from "./projector.ts";
 import { searchFunctions } from "./search.ts";
 
 export type Db = Database.Database;
@@ -37,7 +37,7 @@ export function openDb(path: string, options: DbOptions = {}): Db {
   // the sessions being written) fit, and the churn of a bigger cache costs resident memory (B5).
   if (!db.memory) db.pragma("cache_size = -1024");
   searchFunctions(db);
-  rollupFunctions(db);
+  projectorFunctions(db);
   migrate(db);
   return db;
 }
@@ -50,6 +50,6 @@ export function openReader(path: string): Db {
   reader.pragma("busy_timeout = 1000");
   reader.pragma("cache_size = -64");
   searchFunctions(reader);
-  rollupFunctions(reader);
+  projectorFunctions(reader);
   return reader;
 }

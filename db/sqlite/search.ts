@@ -113,47 +113,9 @@ export function searchFunctions(db: Db) {
   });
 }
 
-/**
- * Queues the events a call inserted (pks lo..hi, in its savepoint) for the index, with their words
- * when the caller has them (a JSON array, one string per event from lo on), else null.
- */
-export type SearchQueue = (lo: number, hi: number, words: string | null) => void;
-
 /** The words the index receives for each of these events (eventWords), on the caller's thread. */
 const cache = new WordCache();
 export const wordsOf = (events: EventRecord[]) => events.map((event) => eventWords(event.fields, cache));
-
-/**
- * The queue of events to index (migration 008's event_search_pending): `queue` in each call that
- * inserts events, `index` once per group after every call's savepoint and before COMMIT, so that
- * the index gets one segment per group instead of one per call (docs/decisions/023-search.md). An
- * event queued twice (inserted, then its body changed, in one group) gets its last queuing's words.
- */
-export function searchQueue(db: Db) {
-  const add = db.prepare("INSERT INTO event_search_pending (lo, hi, words) VALUES (?, ?, ?)");
-  const pending = db.prepare("SELECT 1 FROM event_search_pending LIMIT 1").pluck();
-  const index = db.prepare(
-    `WITH queued AS MATERIALIZED (
-       SELECT p.rowid AS turn, p.lo + j.key AS pk, j.value AS text
-       FROM event_search_pending p, json_each(p.words) j WHERE p.words IS NOT NULL
-       UNION ALL
-       SELECT p.rowid, e.pk, agentmon_event_words(e.body)
-       FROM event_search_pending p JOIN events e ON e.pk BETWEEN p.lo AND p.hi WHERE p.words IS NULL),
-     latest AS (SELECT pk, text, max(turn) FROM queued GROUP BY pk)
-     INSERT INTO event_search (rowid, text)
-     SELECT l.pk, l.text FROM latest l WHERE l.text <> '' AND EXISTS (SELECT 1 FROM events e WHERE e.pk = l.pk)
-     ORDER BY l.pk`,
-  );
-  const clear = db.prepare("DELETE FROM event_search_pending");
-  return {
-    queue: ((lo, hi, words) => void add.run(lo, hi, words)) as SearchQueue,
-    index() {
-      if (pending.get() === undefined) return;
-      index.run();
-      clear.run();
-    },
-  };
-}
 
 /** A query whose words are in at least this many events is searched page-first (searchWalk). */
 export const COMMON_MATCHES = 5_000;

@@ -26,8 +26,8 @@ import {
   sessionRecord,
   takeBatch,
 } from "../rows.ts";
-import { type EventRollupStatements, eventRollupStatements } from "./event-rollups.ts";
 import type { Db } from "./open.ts";
+import { CHANGE, type SqliteProjector } from "./projector.ts";
 import { searchCondition, searchMatches, searchParams, searchWalk, WALKED_SESSIONS } from "./search.ts";
 
 /**
@@ -210,16 +210,16 @@ export class SessionTable {
   readonly #q: ReturnType<typeof prepare>;
   readonly #match: ReturnType<typeof searchMatches>;
   readonly #walk: ReturnType<typeof searchWalk>;
-  readonly #rollups: EventRollupStatements;
+  readonly #projector: SqliteProjector;
   readonly #lists = new Map<string, Database.Statement<Record<string, unknown>, SessionRow>>();
   readonly #picks = new Map<string, Database.Statement<Record<string, unknown>, Picked>>();
 
-  constructor(db: Db) {
+  constructor(db: Db, projector: SqliteProjector) {
     this.#db = db;
     this.#q = prepare(db);
     this.#match = searchMatches(db);
     this.#walk = searchWalk(db);
-    this.#rollups = eventRollupStatements(db);
+    this.#projector = projector;
   }
 
   /** The session's row key, when the session exists in that project. */
@@ -234,20 +234,27 @@ export class SessionTable {
   }
 
   create(projectId: string, session: NewSession) {
-    const { changes } = this.#q.insert.run(columns({ ...session, project_id: projectId }));
-    if (changes === 1) return { created: true, projectId };
+    const { changes, lastInsertRowid } = this.#q.insert.run(columns({ ...session, project_id: projectId }));
+    if (changes === 1) {
+      this.#projector.queue(Number(lastInsertRowid), CHANGE.row);
+      return { created: true, projectId };
+    }
     return { created: false, projectId: (this.#q.pk.get(session.id) as { project_id: string }).project_id };
   }
 
-  /** Read, merge and write, in the caller's transaction. */
+  /**
+   * Read, merge and write, in the caller's transaction. The answer's totals are the projection's,
+   * caught up first, so that they count every event acknowledged before (an update changes none).
+   */
   update(projectId: string, id: string, changes: SessionChanges): SessionWithTotals | undefined {
-    const row = this.#row(projectId, id);
-    if (!row) return undefined;
+    if (!this.#row(projectId, id)) return undefined;
+    this.#projector.catchUp();
+    const row = this.#row(projectId, id) as SessionRow;
     const before = sessionRecord(row);
     const { extra, ...named } = changes;
     const session: SessionRecord = { ...before, ...named, extra: { ...before.extra, ...extra } };
     this.#q.update.run({ ...columns(session), pk: row.pk });
-    // The totals do not change; duration_us follows by migration 007's trigger.
+    this.#projector.queue(row.pk, CHANGE.row);
     return { session, totals: rowTotals(row) };
   }
 
@@ -294,7 +301,7 @@ export class SessionTable {
   delete(projectId: string, id: string) {
     const row = this.#row(projectId, id);
     if (!row) return false;
-    this.#rollups.out([row.pk]);
+    this.#projector.queue(row.pk, CHANGE.again);
     // Explicit rather than by ON DELETE CASCADE, which only works where foreign_keys is on.
     this.#q.deleteEvents.run(row.pk);
     this.#q.deleteAgents.run(row.pk);
@@ -310,13 +317,15 @@ export class SessionTable {
    * a dry run: any read).
    */
   deleteBatch(projectId: string, filter: SessionFilter, batch: DeleteBatch): DeletedBatch {
+    // The filter and the batch's size read the totals: current first.
+    this.#projector.catchUp();
     const { conditions, params } = listQuery(projectId, filter, batch.after, batch.maxSessions);
     const rows = this.#pickStatement(conditions).all(params);
     const picked = takeBatch(rows, batch);
     const last = picked.rows[picked.rows.length - 1];
     const next = picked.rows.length < rows.length && last ? { init_us: last.init_us, id: last.id } : null;
     if (batch.dryRun || picked.rows.length === 0) return { sessions: picked.rows.length, events: picked.events, next };
-    this.#rollups.out(picked.rows.map((row) => row.pk));
+    for (const row of picked.rows) this.#projector.queue(row.pk, CHANGE.again);
     const pks = json(picked.rows.map((row) => row.pk));
     // Explicit rather than by ON DELETE CASCADE, which only works where foreign_keys is on.
     const events = this.#q.deleteManyEvents.run(pks).changes;

@@ -29,9 +29,9 @@ import { keyStatements } from "./keys.ts";
 import { schemaVersion, versionOf } from "./migrate.ts";
 import type { Db } from "./open.ts";
 import { priceStatements } from "./prices.ts";
-import { searchQueue, wordsOf } from "./search.ts";
+import { sqliteProjector } from "./projector.ts";
+import { wordsOf } from "./search.ts";
 import { SessionTable } from "./sessions.ts";
-import { totalsStatements } from "./totals.ts";
 import { rowsOf, type TraceRows, TraceTable, traceRows } from "./traces.ts";
 
 export interface SqliteStore extends Store {
@@ -89,15 +89,21 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
   const apply: EventPatcher = options.patcher ?? ((stored, patch) => priceEvent(patchEvent(stored, patch), prices()));
   const checkpointer = startCheckpointing(db, options.checkpointer !== false);
   const keys = keyStatements(db);
-  const sessions = new SessionTable(db);
-  const totals = totalsStatements(db);
-  const search = searchQueue(db);
-  const events = eventStatements(db, totals, search.queue);
-  const traces = new TraceTable(db, totals, search.queue);
-  const group = new GroupCommit(db, search.index);
+  const projector = sqliteProjector(db);
+  const sessions = new SessionTable(db, projector);
+  const events = eventStatements(db, projector);
+  const traces = new TraceTable(db, projector);
+  const group = new GroupCommit(db, projector.schedule);
   const readSession = db.transaction(sessions.read.bind(sessions));
   const countBatch = db.transaction(sessions.deleteBatch.bind(sessions));
   const analytics = analyticsQueries(db);
+  /** A read that uses a projection sees every write acknowledged before it (decision 033). */
+  const current =
+    <A extends unknown[], R>(read: (...args: A) => R) =>
+    async (...args: A): Promise<R> => {
+      projector.catchUp();
+      return read(...args);
+    };
 
   /**
    * A write call: queued for the next group commit, and run there only when the session is in
@@ -136,8 +142,10 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
     getSession: async (projectId, id) => sessions.get(projectId, id),
     updateSession: (projectId, id, changes, keyId) =>
       write(1, keyId, projectId, () => sessions.update(projectId, id, changes)),
-    listSessions: async (projectId, filter, after, limit, sort) => sessions.list(projectId, filter, after, limit, sort),
-    readSession: async (projectId, sessionId, parts) => readSession(projectId, sessionId, parts),
+    listSessions: current((projectId, filter, after, limit, sort) =>
+      sessions.list(projectId, filter, after, limit, sort),
+    ),
+    readSession: current(readSession),
     listEventsPage: async (projectId, sessionId, page) =>
       inSession(projectId, sessionId, (pk) => events.page(pk, page), undefined),
     deleteSession: (projectId, sessionId) => group.write(1, () => sessions.delete(projectId, sessionId)),
@@ -148,8 +156,10 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
         ? countBatch(projectId, filter, batch)
         : group.write(GROUP_MAX_ROWS, () => sessions.deleteBatch(projectId, filter, batch)),
     reclaimSpace: (maxPages) => group.write(1, () => reclaim(db, maxPages)),
-    analyticsSeries: async (projectId, filter, ranges) => analytics.series(projectId, filter, ranges),
-    analyticsBreakdown: async (projectId, filter, request) => analytics.breakdown(projectId, filter, request),
+    analyticsSeries: current(analytics.series),
+    analyticsBreakdown: current(analytics.breakdown),
+    rebuildProjections: async () => projector.rebuild(),
+    projectBatch: async () => projector.step(),
 
     insertEvents: (projectId, sessionId, list: EventRecord[], keyId) =>
       insertEventRows(projectId, sessionId, list.map(eventRow), keyId, wordsOf(list)),
@@ -182,11 +192,12 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
       await group.write(1, () => keys.heartbeat(now));
       return version;
     },
-    stats: async () => ({ ...group.stats(), ...databaseSize(db) }),
+    stats: async () => ({ ...group.stats(), ...databaseSize(db), projection: projector.stats() }),
     async close() {
       // What is queued is committed (or fails) before the connection closes: no call is dropped.
       // A call made after close() fails in its flush, as any use of a closed connection does.
       group.drain();
+      projector.close();
       await checkpointer?.stop(); // first, so that this connection is the last and cleans the WAL up
       if (db.open) db.close();
     },

@@ -28,8 +28,7 @@ import {
   type StoredEvent,
 } from "../rows.ts";
 import type { Db } from "./open.ts";
-import type { SearchQueue } from "./search.ts";
-import type { TotalsStatements } from "./totals.ts";
+import { CHANGE, type SqliteProjector } from "./projector.ts";
 
 /** A TraceWrite whose events are rows already (rows.ts eventRow), as the storage thread takes it. */
 export type TraceRows = Omit<TraceWrite, "events"> & { rows: EventRow[] };
@@ -113,14 +112,11 @@ function prepare(db: Db) {
 export class TraceTable {
   readonly #q: ReturnType<typeof prepare>;
 
-  readonly #totals: TotalsStatements;
+  readonly #projector: SqliteProjector;
 
-  readonly #search: SearchQueue;
-
-  constructor(db: Db, totals: TotalsStatements, search: SearchQueue) {
-    this.#search = search;
+  constructor(db: Db, projector: SqliteProjector) {
     this.#q = prepare(db);
-    this.#totals = totals;
+    this.#projector = projector;
   }
 
   /**
@@ -149,6 +145,7 @@ export class TraceTable {
       if (row) {
         const event = withLogRecords(eventRecord(row), this.#records(pk, write.span_id));
         this.#q.eventMessages.run({ pk, id: row.id, body: json(event.fields), extra: json(event.extra) });
+        this.#projector.queue(pk, CHANGE.again);
       }
       return session.created ? "created" : "stored";
     });
@@ -208,10 +205,12 @@ export class TraceTable {
         conversation_id: write.conversation_id,
       });
       row = this.#q.session.get(write.session_id) as SessionRow;
+      this.#projector.queue(row.pk, CHANGE.row);
     } else if (row.project_id !== projectId) {
       return undefined;
     } else {
-      this.#q.earlier.run({ pk: row.pk, init_timestamp: write.init_timestamp, init_us: write.init_us });
+      const moved = this.#q.earlier.run({ pk: row.pk, init_timestamp: write.init_timestamp, init_us: write.init_us });
+      if (moved.changes > 0) this.#projector.queue(row.pk, CHANGE.row);
       if (write.conversation_id !== null) {
         this.#q.conversation.run({ pk: row.pk, conversation_id: write.conversation_id });
       }
@@ -230,6 +229,7 @@ export class TraceTable {
         extra: json({ ...(parse<JsonObject>(row.extra) ?? {}), ...fields.extra }),
         conversation_id: fields.conversation_id,
       });
+      this.#projector.queue(row.pk, CHANGE.row);
     }
     return { pk: row.pk, created };
   }
@@ -263,9 +263,8 @@ export class TraceTable {
         if (first === 0) first = last;
       }
     }
-    // Only the agent_id of stored events changes below, which no total counts.
-    this.#totals.add(pk, added, first, last);
-    if (first !== 0) this.#search(first, last, null);
+    // Only the agent_id of stored events changes below, which no projection reads.
+    if (first !== 0) this.#projector.queue(pk, CHANGE.added, first, last);
     for (const { id, agent } of inserted) {
       if (agent !== null && this.#q.staleChild.get(pk, id, agent)) this.#q.inherit.run({ pk, id, agent });
     }
