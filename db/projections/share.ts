@@ -6,6 +6,7 @@
  * rows into the stored share). Pure: no SQL here, the same on both engines.
  */
 import { histogramBucket } from "../../domain/analytics.ts";
+import { COLUMN, type EventRow } from "../rows.ts";
 
 /** What the projector reads of a session's row (its raw columns). */
 export interface SessionFacts {
@@ -33,6 +34,77 @@ export interface EventFacts {
   tool: string | null;
   /** An error's trigger: body.trigger_event_id, or the span it hangs on (T16); else null. */
   target: string | null;
+}
+
+/**
+ * EventFacts as the queue carries them (JSON): what a write knows of the rows it stored, so that
+ * the projector never reads them back (the event rows are wide: their last columns sit behind
+ * the body, on its overflow pages).
+ */
+export type FactsTuple = [
+  id: string,
+  type: string,
+  init_us: number,
+  end_us: number | null,
+  model: string | null,
+  prompt: number | null,
+  completion: number | null,
+  cache_read: number | null,
+  cache_creation: number | null,
+  reasoning: number | null,
+  cost: number | null,
+  tool: string | null,
+  target: string | null,
+];
+
+export const fromTuple = (f: FactsTuple): EventFacts => ({
+  id: f[0],
+  type: f[1],
+  init_us: f[2],
+  end_us: f[3],
+  model: f[4],
+  prompt: f[5],
+  completion: f[6],
+  cache_read: f[7],
+  cache_creation: f[8],
+  reasoning: f[9],
+  cost: f[10],
+  tool: f[11],
+  target: f[12],
+});
+
+/**
+ * The facts of a row about to be stored. `text` answers a body's field that is not a string as
+ * the engine's SQL reads it as text (SQLite's CAST of json_extract, PostgreSQL's ->>), so that a
+ * row's groups are the same whoever computes them.
+ */
+export function factsOfRow(row: EventRow, text: (body: string, field: string) => string | null): FactsTuple {
+  const type = row[COLUMN.type] as string;
+  let tool: string | null = null;
+  let target: string | null = null;
+  if (type === "tool" || type === "error") {
+    const body = row[COLUMN.body] as string;
+    const field = type === "tool" ? "name" : "trigger_event_id";
+    const value = (JSON.parse(body) as Record<string, unknown> | null)?.[field];
+    const asText = value === undefined || value === null ? null : typeof value === "string" ? value : text(body, field);
+    if (type === "tool") tool = asText === null ? "" : `=${asText}`;
+    else target = asText ?? (row[COLUMN.parent_id] as string | null);
+  }
+  return [
+    row[COLUMN.id] as string,
+    type,
+    row[COLUMN.init_us] as number,
+    row[COLUMN.end_us] as number | null,
+    row[COLUMN.model] as string | null,
+    row[COLUMN.prompt_tokens] as number | null,
+    row[COLUMN.completion_tokens] as number | null,
+    row[COLUMN.cache_read_tokens] as number | null,
+    row[COLUMN.cache_creation_tokens] as number | null,
+    row[COLUMN.reasoning_tokens] as number | null,
+    row[COLUMN.cost] as number | null,
+    tool,
+    target,
+  ];
 }
 
 /** A group's sums: events, error events that name one of them, and the llm events' tokens and cost. */

@@ -99,8 +99,7 @@ export function eventStatements(db: Db, projector: SqliteProjector) {
       });
       // The words go with the pks lo..hi in order; rows always take the next pk, but should they
       // not, the index reads the stored bodies instead.
-      if (first !== 0)
-        projector.queue(pk, CHANGE.added, first, last, words && contiguous ? JSON.stringify(addedWords) : null);
+      if (first !== 0) projector.added(pk, first, last, added, words && contiguous ? addedWords : undefined);
       return added.length;
     },
     /** All or nothing, inside the caller's transaction: each event is read once and written once. */

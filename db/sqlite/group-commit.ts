@@ -30,6 +30,12 @@ interface Call {
 
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
+export interface GroupObserver {
+  callEnded(ok: boolean): void;
+  groupEnded(committed: boolean): void;
+}
+const IGNORED: GroupObserver = { callEnded() {}, groupEnded() {} };
+
 /** The queue of write calls of one connection, and its group transactions. */
 export class GroupCommit {
   readonly #db: Db;
@@ -40,12 +46,16 @@ export class GroupCommit {
   /** What GET /metrics shows of the group commit. */
   readonly #figures = new GroupFigures();
 
-  /** Runs after each group is committed and its calls settled (the projector's turn: projector.ts). */
-  readonly #afterCommit: () => void;
+  /**
+   * Told each call's end (its savepoint released or undone) and each group's (committed or not):
+   * the projector (projector.ts) takes what calls hand it only once their data is committed, and
+   * runs after each group.
+   */
+  readonly #observer: GroupObserver;
 
-  constructor(db: Db, afterCommit: () => void = () => {}) {
+  constructor(db: Db, observer: GroupObserver = IGNORED) {
     this.#db = db;
-    this.#afterCommit = afterCommit;
+    this.#observer = observer;
     this.#tx = {
       begin: db.prepare("BEGIN IMMEDIATE"),
       commit: db.prepare("COMMIT"),
@@ -125,9 +135,11 @@ export class GroupCommit {
         }
       }
       this.#figures.failed++;
+      this.#observer.groupEnded(false);
       for (const call of group) call.reject(fault);
       return;
     }
+    this.#observer.groupEnded(true);
     let rows = 0;
     for (const call of group) rows += call.rows;
     this.#figures.committed(group.length, rows, (performance.now() - started) / 1000);
@@ -136,7 +148,6 @@ export class GroupCommit {
       if (outcome.ok) call.resolve(outcome.value);
       else call.reject(outcome.error);
     });
-    this.#afterCommit();
   }
 
   /**
@@ -150,8 +161,10 @@ export class GroupCommit {
     try {
       const value = call.run();
       tx.release.run();
+      this.#observer.callEnded(true);
       return { ok: true, value };
     } catch (error) {
+      this.#observer.callEnded(false);
       if (!this.#db.inTransaction || failsTheGroup(error)) throw error;
       tx.rollbackTo.run();
       tx.release.run();

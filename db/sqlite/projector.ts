@@ -1,7 +1,7 @@
 /**
  * The projector of a SQLite database (docs/decisions/033-projections.md). A write call stores its
  * raw rows and one row of `projection_queue` (`queue` below): which session changed, and how (its
- * row; events pks lo..hi added, with their search words; or anything, to be counted again). The
+ * row; events pks lo..hi added; or anything, to be counted again). The
  * projector takes the queue in batches after the writes are committed and answered, folds each
  * session's new rows into its share (db/projections/share.ts), runs every projection's writes
  * (db/projections/projections.ts) and the search index's, and deletes the entries it took, all in
@@ -12,7 +12,16 @@ import { performance } from "node:perf_hooks";
 import type Database from "better-sqlite3";
 import { histogramBucket } from "../../domain/analytics.ts";
 import { type Change, PROJECTIONS, type SessionTable, type SumTable, type Write } from "../projections/projections.ts";
-import { type EventFacts, fold, type SessionFacts, type Share, shareOf } from "../projections/share.ts";
+import {
+  type EventFacts,
+  factsOfRow,
+  fold,
+  fromTuple,
+  type SessionFacts,
+  type Share,
+  shareOf,
+} from "../projections/share.ts";
+import type { EventRow } from "../rows.ts";
 
 // The type from better-sqlite3, not from ./open.ts, which imports this file (no import cycle).
 type Db = Database.Database;
@@ -50,9 +59,17 @@ interface Entry {
   kind: ChangeKind;
   lo: number | null;
   hi: number | null;
-  words: string | null;
   at_ms: number;
 }
+
+/** A call's added rows and their search words (when the caller had them), kept until projected. */
+interface Handed {
+  rows: readonly EventRow[];
+  words: readonly string[] | undefined;
+}
+
+/** Rows handed over in memory at most; past it, the projector reads them from the table. */
+const HANDED_MAX_ROWS = 200_000;
 
 /** The bucket function the migrations' SQL calls (010 and 011 fill the rollups with it): the one JS uses. */
 export function projectorFunctions(db: Db) {
@@ -70,9 +87,11 @@ export interface ProjectorStats {
 
 export function sqliteProjector(db: Db) {
   const q = {
-    queue: db.prepare<[number, ChangeKind, number | null, number | null, string | null, number]>(
-      "INSERT INTO projection_queue (session_pk, kind, lo, hi, words, at_ms) VALUES (?, ?, ?, ?, ?, ?)",
+    queue: db.prepare<[number, ChangeKind, number | null, number | null, number]>(
+      "INSERT INTO projection_queue (session_pk, kind, lo, hi, at_ms) VALUES (?, ?, ?, ?, ?)",
     ),
+    indexOne: db.prepare<[number, string]>("INSERT INTO event_search (rowid, text) VALUES (?, ?)"),
+    text: db.prepare<[string, string], string | null>("SELECT CAST(json_extract(?, '$.' || ?) AS TEXT)").pluck(),
     any: db.prepare("SELECT 1 FROM projection_queue LIMIT 1").pluck(),
     backlog: db.prepare<[], { n: number; oldest: number | null }>(
       "SELECT count(*) AS n, min(at_ms) AS oldest FROM projection_queue",
@@ -107,21 +126,16 @@ export function sqliteProjector(db: Db) {
     ),
     dropShare: db.prepare<[number]>("DELETE FROM session_shares WHERE session_pk = ?"),
     done: db.prepare<[string]>("DELETE FROM projection_queue WHERE session_pk IN (SELECT value FROM json_each(?))"),
-    // The search index (migration 008) takes the batch's new events, with the words their call
-    // gave or read from the stored bodies; an event queued twice gets its last words.
+    // The search index (migration 008) takes the batch's new events whose words were not handed
+    // over, and those whose body changed, with the words of their stored body (an event the batch
+    // names twice is indexed once, and only while it exists).
     index: db.prepare<[string]>(
-      `WITH batch AS MATERIALIZED (SELECT * FROM projection_queue WHERE kind IN (${ADDED}, ${REINDEX})
-         AND session_pk IN (SELECT value FROM json_each(?))),
-       queued AS MATERIALIZED (
-         SELECT p.seq AS turn, p.lo + j.key AS pk, j.value AS text
-         FROM batch p, json_each(p.words) j WHERE p.words IS NOT NULL
-         UNION ALL
-         SELECT p.seq, e.pk, agentmon_event_words(e.body)
-         FROM batch p JOIN events e ON e.pk BETWEEN p.lo AND p.hi AND e.session_pk = p.session_pk WHERE p.words IS NULL),
-       latest AS (SELECT pk, text, max(turn) FROM queued GROUP BY pk)
+      `WITH pks AS MATERIALIZED (
+         SELECT DISTINCT e.pk FROM json_each(?) j JOIN events e
+           ON e.session_pk = j.value ->> '$[0]' AND e.pk BETWEEN j.value ->> '$[1]' AND j.value ->> '$[2]')
        INSERT INTO event_search (rowid, text)
-       SELECT l.pk, l.text FROM latest l WHERE l.text <> '' AND EXISTS (SELECT 1 FROM events e WHERE e.pk = l.pk)
-       ORDER BY l.pk`,
+       SELECT pk, text FROM (SELECT e.pk, agentmon_event_words(e.body) AS text FROM pks JOIN events e ON e.pk = pks.pk)
+       WHERE text <> '' ORDER BY pk`,
     ),
   };
   const statements = new Map<string, Database.Statement<unknown[]>>();
@@ -134,9 +148,18 @@ export function sqliteProjector(db: Db) {
     return statement;
   };
 
+  const fieldText = (body: string, field: string) => q.text.get(body, field) ?? null;
   const figures = { batches: 0, longest: 0 };
   let scheduled: NodeJS.Timeout | undefined;
   let closed = false;
+
+  /** Rows handed over by committed calls, by `${session pk}:${lo}`; and by the calls of the group running now. */
+  const handed = new Map<string, Handed>();
+  let handedRows = 0;
+  let ofCall: [string, Handed][] = [];
+  let ofGroup: [string, Handed][] = [];
+  /** Queue entries a batch inside the running group projected before their group committed. */
+  const projectedEarly = new Set<string>();
 
   const batch = db.transaction((pks: number[]) => {
     const list = JSON.stringify(pks);
@@ -150,9 +173,34 @@ export function sqliteProjector(db: Db) {
       else bySession.set(entry.session_pk, [entry]);
     }
     const changes: Change[] = [];
+    /** [session pk, lo, hi] of the events to index from their stored bodies. */
+    const fromBodies: [number, number, number][] = [];
+    /** Events to index with the words their writer gave: pk, words. */
+    const withWords: [number, string][] = [];
     for (const pk of pks) {
       const row = facts.get(pk);
       const before = shares.get(pk);
+      const mine = bySession.get(pk) ?? [];
+      const again = mine.some((e) => e.kind === AGAIN);
+      const rows: EventFacts[] = [];
+      for (const e of mine) {
+        const key = `${pk}:${e.lo}`;
+        const given = e.kind === ADDED ? handed.get(key) : undefined;
+        if (given !== undefined) {
+          handed.delete(key);
+          handedRows -= given.rows.length;
+        } else if (e.kind === ADDED) projectedEarly.add(key);
+        if (e.kind === REINDEX || (e.kind === ADDED && (given?.words === undefined || again))) {
+          fromBodies.push([pk, e.lo as number, e.hi as number]);
+        } else if (e.kind === ADDED && given?.words !== undefined) {
+          given.words.forEach((text, i) => {
+            if (text !== "") withWords.push([(e.lo as number) + i, text]);
+          });
+        }
+        if (e.kind !== ADDED || again || row === undefined || before === undefined) continue;
+        if (given !== undefined) for (const r of given.rows) rows.push(fromTuple(factsOfRow(r, fieldText)));
+        else rows.push(...q.range.all(pk, e.lo as number, e.hi as number));
+      }
       let after: Share | undefined;
       if (row !== undefined) {
         const session: SessionFacts = {
@@ -161,19 +209,17 @@ export function sqliteProjector(db: Db) {
           end_us: row.end_us,
           failed: row.failed === 1,
         };
-        const mine = bySession.get(pk) ?? [];
-        if (before === undefined || mine.some((e) => e.kind === AGAIN)) after = shareOf(session, q.all.all(pk));
-        else {
-          const rows = mine.flatMap((e) => (e.kind === ADDED ? q.range.all(pk, e.lo as number, e.hi as number) : []));
-          after = fold(before, session, rows, (ids) => q.lookup.all(pk, JSON.stringify(ids)));
-        }
+        if (before === undefined || again) after = shareOf(session, q.all.all(pk));
+        else after = fold(before, session, rows, (ids) => q.lookup.all(pk, JSON.stringify(ids)));
       }
       if (after) q.putShare.run(pk, JSON.stringify(after));
       else if (before) q.dropShare.run(pk);
       if (before || after) changes.push({ pk, before, after });
     }
     for (const projection of PROJECTIONS) for (const write of projection.apply(changes)) run(write);
-    q.index.run(list);
+    // Handed words only for sessions not counted again (their events may have changed or gone).
+    for (const [pk, text] of withWords) q.indexOne.run(pk, text);
+    if (fromBodies.length > 0) q.index.run(JSON.stringify(fromBodies));
     q.done.run(list);
   });
 
@@ -228,14 +274,36 @@ export function sqliteProjector(db: Db) {
       return (q.backlog.get() as { n: number }).n;
     },
     /** Queues a change of session `pk` (inside the writing call's savepoint). */
-    queue(
-      pk: number,
-      kind: ChangeKind,
-      lo: number | null = null,
-      hi: number | null = null,
-      words: string | null = null,
-    ) {
-      q.queue.run(pk, kind, lo, hi, words, Date.now());
+    queue(pk: number, kind: ChangeKind) {
+      q.queue.run(pk, kind, null, null, Date.now());
+    },
+    /**
+     * Queues the rows a call added to session `pk`, pks lo..hi, and hands them (with their search
+     * words when the caller has them) to the projector in memory: they count once the group
+     * commit says their call's savepoint was released and the group committed (`callEnded`,
+     * `groupEnded`), so that rows undone are never projected from memory.
+     */
+    added(pk: number, lo: number, hi: number, rows: readonly EventRow[], words?: readonly string[]) {
+      q.queue.run(pk, ADDED, lo, hi, Date.now());
+      if (handedRows + rows.length <= HANDED_MAX_ROWS) ofCall.push([`${pk}:${lo}`, { rows, words }]);
+    },
+    /** The group commit's word on each call: its savepoint released (true) or undone. */
+    callEnded(ok: boolean) {
+      if (ok) for (const h of ofCall) ofGroup.push(h);
+      ofCall = [];
+    },
+    /** The group commit's word on each group: committed, or rolled back whole. */
+    groupEnded(committed: boolean) {
+      if (committed) {
+        for (const [key, h] of ofGroup) {
+          if (projectedEarly.has(key)) continue;
+          handed.set(key, h);
+          handedRows += h.rows.length;
+        }
+      }
+      ofGroup = [];
+      projectedEarly.clear();
+      projector.schedule();
     },
     /** Projects everything queued: before a read that needs the projections, and at close. */
     catchUp() {

@@ -264,7 +264,7 @@ export class TraceTable {
       }
     }
     // Only the agent_id of stored events changes below, which no projection reads.
-    if (first !== 0) this.#projector.queue(pk, CHANGE.added, first, last);
+    if (first !== 0) this.#projector.added(pk, first, last, added);
     for (const { id, agent } of inserted) {
       if (agent !== null && this.#q.staleChild.get(pk, id, agent)) this.#q.inherit.run({ pk, id, agent });
     }

@@ -21,16 +21,16 @@ DROP TRIGGER sessions_event_rollups_failed;
 DROP TABLE session_keys;
 
 -- What changed, by session, not projected yet: kind 0 its row (created, updated), 1 its events
--- with pks lo..hi added (with their search words, a JSON array from lo on, when the writer had
--- them), 2 anything (events changed or gone: count it again from its rows), 3 the events lo..hi
--- to index again (their body changed). at_ms: when queued, for the lag GET /metrics shows.
+-- with pks lo..hi added, 2 anything (events changed or gone: count it again from its rows), 3 the
+-- events lo..hi to index again (their body changed). at_ms: when queued, for the lag GET /metrics
+-- shows. The rows a kind 1 announces are handed to the projector in memory as well (their facts
+-- and search words: db/sqlite/projector.ts); after a restart it reads them from events.
 CREATE TABLE projection_queue (
   seq        INTEGER PRIMARY KEY,
   session_pk INTEGER NOT NULL,
   kind       INTEGER NOT NULL,
   lo         INTEGER,
   hi         INTEGER,
-  words      TEXT,
   at_ms      INTEGER NOT NULL
 ) STRICT;
 CREATE INDEX projection_queue_by_session ON projection_queue (session_pk);
