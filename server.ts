@@ -1,6 +1,6 @@
 /**
  * The `agentmon` command: `serve`, `keys create|list|revoke`, `prices check|import`,
- * `projects list|set-retention`, `sessions delete`, `export`, `import` and `vacuum`. This is the only module that
+ * `projects list|set-retention`, `sessions delete`, `export`, `import`, `rebuild` and `vacuum`. This is the only module that
  * reads the environment and the command line (bin/agentmon.js hands them in); everything else
  * gets its settings passed in.
  */
@@ -11,6 +11,7 @@ import { type ExportFlags, exportCommand, importCommand } from "./cli/export.ts"
 import { keys } from "./cli/keys.ts";
 import { prices } from "./cli/prices.ts";
 import { projects } from "./cli/projects.ts";
+import { rebuild } from "./cli/rebuild.ts";
 import { serve } from "./cli/serve.ts";
 import { type SessionFlags, sessions } from "./cli/sessions.ts";
 import { vacuum } from "./cli/vacuum.ts";
@@ -46,6 +47,7 @@ export async function main(
     }
     if (command === "import") return await importCommand(sub, values as ExportFlags, loadConfig(env, flags), io);
     if (command === "vacuum") return await vacuum(loadConfig(env, flags), io);
+    if (command === "rebuild") return await rebuild(loadConfig(env, flags), io, values.resume === true);
     io.err(USAGE);
     return command === undefined || command === "help" ? 0 : 2;
   } catch (error) {

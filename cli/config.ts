@@ -348,6 +348,9 @@ export const USAGE = `Usage:
   agentmon import FILE [--project NAME]   read an NDJSON export back; importing twice changes nothing
   agentmon vacuum                         SQLite: rewrite the file, turning on incremental
                                           auto-vacuum; pauses writes while it runs
+  agentmon rebuild [--resume]             make every projection (totals, rollups, search index)
+                                          again from the raw rows, with progress; --resume
+                                          finishes one that was stopped
 
 --db and --database-url apply to every command.
 Each serve flag has an environment variable: PORT, HOST, AGENTMON_DB, AGENTMON_DATABASE_URL, AGENTMON_API_KEY,
@@ -377,6 +380,7 @@ export const FLAG_OPTIONS = {
   ),
   tag: { type: "string" as const, multiple: true },
   "dry-run": { type: "boolean" as const },
+  resume: { type: "boolean" as const },
 };
 
 /** Where the commands write: the console, or what a test collects. */

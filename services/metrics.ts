@@ -351,6 +351,30 @@ export class Metrics implements IngestCounts {
         samples: () => histogramSamples("agentmon_storage_commit_duration_seconds", s()?.commitSeconds),
       },
       {
+        name: "agentmon_projection_backlog",
+        help: "Changes queued for the projector and not projected yet (docs/decisions/033-projections.md); reads catch up on them first",
+        type: "gauge",
+        samples: () => one(s()?.projection?.backlog),
+      },
+      {
+        name: "agentmon_projection_lag_seconds",
+        help: "Age of the oldest change not projected yet: how far behind the writes the projections are (0 when caught up)",
+        type: "gauge",
+        samples: () => one(s()?.projection?.lagSeconds),
+      },
+      {
+        name: "agentmon_projection_batches_total",
+        help: "Projector batches run by this node since it started",
+        type: "counter",
+        samples: () => one(s()?.projection?.batches),
+      },
+      {
+        name: "agentmon_projection_longest_batch_seconds",
+        help: "The longest projector batch since this node started: the longest the projector held the database's write lock",
+        type: "gauge",
+        samples: () => one(s()?.projection?.longestBatchSeconds),
+      },
+      {
         name: "agentmon_database_bytes",
         help: "Bytes of the database on disk: its main file and its write-ahead log (in memory: its pages)",
         type: "gauge",

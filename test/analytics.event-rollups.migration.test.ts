@@ -1,22 +1,11 @@
-/**
- * SQLite migration 011 and PostgreSQL migration 009 (docs/decisions/027-event-rollups.md) fill
- * the event rollups from the events an older database holds: the same rows the write path keeps.
- * A database is written through the Store (every kind of event write), its rollup tables are
- * read, then it is taken back to the version before (the tables, triggers and functions dropped)
- * and opened again: the migration must rebuild the same rows (sums, histogram counts), and
- * breakdowns must equal the exact ones.
- */
-import { join } from "node:path";
 import pg from "pg";
 import t, { type Test } from "tap";
 import { openPostgresStore } from "../db/postgres/store.ts";
 import { openDb } from "../db/sqlite/open.ts";
-import { sqliteStore } from "../db/sqlite/store.ts";
 import type { Store } from "../db/store.ts";
 import { type BreakdownBy, breakdownRollupPlan } from "../domain/analytics.ts";
 import { eventAt, newSession } from "./db/contract/values.ts";
 import { iso, patch, US0 } from "./db/records.ts";
-import { tempDir } from "./helper.ts";
 import { postgresRequired, postgresUnavailable, testDatabase } from "./postgres.ts";
 
 const SECOND = 1_000_000;
@@ -38,7 +27,7 @@ const sqliteSql = (sql: string) => sql.replaceAll("round(cost::numeric, 9)::text
 /** The same rows as text, whatever the engine gave (PostgreSQL's bigints are strings). */
 const asText = (rows: unknown[][]) => rows.map((row) => row.map((v) => (v === null ? null : String(v))));
 
-function sqliteTables(path: string) {
+function _sqliteTables(path: string) {
   const db = openDb(path);
   try {
     return Object.fromEntries(
@@ -135,36 +124,7 @@ async function answers(t: Test, store: Store, p: string) {
   );
 }
 
-t.test("SQLite: migration 011 rolls up the events of a version-10 file as the writes do", async (t) => {
-  const path = join(tempDir(t), "v10.db");
-  let store: Store = sqliteStore(openDb(path));
-  const p = await write(store);
-  await store.close();
-  const written = sqliteTables(path);
-  t.ok(
-    (written.event_rollups?.length ?? 0) > 10 && (written.event_rollup_durations?.length ?? 0) > 10,
-    "the writes rolled up",
-  );
-
-  const db = openDb(path);
-  for (const { name } of db
-    .prepare(
-      "SELECT name FROM sqlite_master WHERE type = 'trigger' AND (name LIKE 'session_keys_%' OR name LIKE 'sessions_event_rollups_%')",
-    )
-    .all() as { name: string }[]) {
-    db.exec(`DROP TRIGGER ${name}`);
-  }
-  db.exec(
-    "DROP TABLE session_keys; DROP TABLE event_rollups; DROP TABLE event_rollup_durations; PRAGMA user_version = 10",
-  );
-  db.close();
-
-  store = sqliteStore(openDb(path));
-  t.teardown(() => store.close());
-  t.strictSame(sqliteTables(path), written, "migration 011 made the rows the writes had made");
-  await answers(t, store, p);
-});
-
+// SQLite's rollups are projections since migration 012: test/projections.migration.test.ts.
 t.test("PostgreSQL: migration 009 rolls up the events of a version-8 database as the writes do", async (t) => {
   const unavailable = await postgresUnavailable();
   if (unavailable && !postgresRequired()) {

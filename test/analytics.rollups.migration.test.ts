@@ -1,12 +1,8 @@
-import { join } from "node:path";
 import t, { type Test } from "tap";
 import { openPostgresStore } from "../db/postgres/store.ts";
-import { openDb } from "../db/sqlite/open.ts";
-import { sqliteStore } from "../db/sqlite/store.ts";
 import type { Store } from "../db/store.ts";
 import { seriesFromRollups } from "../domain/analytics.ts";
 import { newSession } from "./db/records.ts";
-import { fileAtVersion, tempDir } from "./helper.ts";
 import { databaseAtVersion } from "./postgres.ts";
 
 const US0 = Date.UTC(2026, 0, 1) * 1000;
@@ -67,41 +63,7 @@ async function answers(t: Test, store: Store, project: string) {
   );
 }
 
-t.test("SQLite: migration 010 rolls up the sessions of a version-9 file", async (t) => {
-  const path = join(tempDir(t), "v9.db");
-  const v8 = fileAtVersion(path, 9);
-  v8.prepare("INSERT INTO projects (id, name, created_at) VALUES ('p1', 'default', '2026-01-01T00:00:00Z')").run();
-  const session = v8.prepare(
-    `INSERT INTO sessions (id, project_id, init_timestamp, init_us, end_timestamp, end_state, extra, event_count,
-       error_count, prompt_tokens, completion_tokens, cost, last_us)
-     VALUES (?, 'p1', ?, ?, ?, ?, '{}', ?, ?, ?, ?, ?, ?)`,
-  );
-  for (const [id, init, end, state, events, errors, prompt, completion, cost, last] of SESSIONS) {
-    session.run(
-      id,
-      iso(init),
-      init,
-      end === null ? null : iso(end),
-      state,
-      events,
-      errors,
-      prompt,
-      completion,
-      cost,
-      last,
-    );
-  }
-  // Migration 007's triggers set duration_us of an ended session; b's from its last event.
-  v8.prepare(
-    "UPDATE sessions SET duration_us = max(0, last_us - init_us) WHERE end_timestamp IS NULL AND last_us IS NOT NULL",
-  ).run();
-  v8.close();
-
-  const store = sqliteStore(openDb(path));
-  t.teardown(() => store.close());
-  await answers(t, store, "p1");
-});
-
+// SQLite's rollups are projections since migration 012: test/projections.migration.test.ts.
 t.test("PostgreSQL: migration 008 rolls up the sessions of a version-7 database", async (t) => {
   const url = await databaseAtVersion(t, 7, async (client) => {
     await client.query("INSERT INTO projects (id, name, created_at) VALUES ('p1', 'default', '2026-01-01T00:00:00Z')");

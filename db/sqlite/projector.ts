@@ -34,6 +34,9 @@ export const CHANGE = { row: 0, added: 1, again: 2, reindex: 3 } as const;
 export type ChangeKind = (typeof CHANGE)[keyof typeof CHANGE];
 const { added: ADDED, again: AGAIN, reindex: REINDEX } = CHANGE;
 
+/** Each projection's version, as the meta table keeps what the database was projected with. */
+const VERSIONS = JSON.stringify(Object.fromEntries(PROJECTIONS.map((p) => [p.name, p.version])));
+
 /** Sessions per batch at most, so that a batch holds the connection a bounded time. */
 const BATCH_SESSIONS = 500;
 /** Queue entries per batch at most (a session's entries are never split across batches). */
@@ -346,6 +349,21 @@ export function sqliteProjector(db: Db) {
         `INSERT INTO projection_queue (session_pk, kind, lo, hi, at_ms)
          SELECT session_pk, ${REINDEX}, min(pk), max(pk), ${now} FROM events GROUP BY session_pk`,
       );
+    }),
+    /**
+     * At open: a projection whose version differs from the one the database was projected with
+     * (a release that changed what it computes) has everything rebuilt from the raw rows, queued
+     * now and worked off by the projector; reads catch up first, so answers stay exact meanwhile.
+     */
+    checkVersions: db.transaction(() => {
+      if (db.readonly) return;
+      const stored = db.prepare<[], string>("SELECT value FROM meta WHERE key = 'projections'").pluck().get();
+      if (stored !== undefined && stored !== VERSIONS) projector.rebuild();
+      if (stored !== VERSIONS) {
+        db.prepare(
+          "INSERT INTO meta (key, value) VALUES ('projections', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        ).run(VERSIONS);
+      }
     }),
     close() {
       closed = true;

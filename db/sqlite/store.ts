@@ -90,6 +90,7 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
   const checkpointer = startCheckpointing(db, options.checkpointer !== false);
   const keys = keyStatements(db);
   const projector = sqliteProjector(db);
+  projector.checkVersions();
   const sessions = new SessionTable(db, projector);
   const events = eventStatements(db, projector);
   const traces = new TraceTable(db, projector);

@@ -1,13 +1,15 @@
 /**
- * SQLite's event search index kept by the group commit (migration 008, db/sqlite/search.ts
- * searchQueue; docs/decisions/023-search.md): new events are queued in their call's savepoint and
- * indexed once per group before COMMIT. What must hold: a call undone leaves nothing in the index,
- * every committed event is in it exactly once with exactly its words, the queue is empty after
- * each commit, and the words given to the index are those of the text both engines search.
+ * SQLite's event search index, a projection (migration 008; db/sqlite/projector.ts,
+ * docs/decisions/023-search.md and 033-projections.md): new events are queued in their call's
+ * savepoint and indexed by the projector, after their group commits. What must hold: a call undone
+ * leaves nothing in the index, every committed event is in it exactly once with exactly its words,
+ * the queue is empty once projected, and the words given to the index are those of the text both
+ * engines search.
  */
 import t from "tap";
 import { distinctWords, eventText, eventWords, INDEXED_CHARACTERS, WordCache } from "../../domain/search.ts";
 import type { EventRecord } from "../../domain/types.ts";
+import { drain } from "./contract/projections.ts";
 import { fixture, outcome, session } from "./group-commit.helpers.ts";
 import { newEvent, patch } from "./records.ts";
 
@@ -40,10 +42,11 @@ t.test(
     t.equal(await outcome(b), "SQLITE_CONSTRAINT_CHECK");
     t.equal(await outcome(c), "resolved");
     t.equal(store.commits - before, 1, "one group");
+    await drain(store);
     t.strictSame(matching(reader, "bravo"), [], "the undone call's words are not indexed");
     t.strictSame(matching(reader, "banana"), ["c1"], "the next call's are, under its own pk");
     t.strictSame(matching(reader, "apricot"), ["a1"]);
-    t.equal(reader.prepare("SELECT count(*) FROM event_search_pending").pluck().get(), 0, "the queue is empty");
+    t.equal(reader.prepare("SELECT count(*) FROM projection_queue").pluck().get(), 0, "the queue is empty");
   },
 );
 
@@ -61,17 +64,19 @@ t.test(
       store.updateEvents(project, "s", [patch({ event_id: "n1", prompt: "changed again" })]),
     ];
     t.strictSame(await Promise.all(group.map(outcome)), ["resolved", "resolved", "resolved"]);
+    await drain(store);
     t.strictSame(matching(reader, "oldword"), [], "the deleted events are gone from the index");
     t.strictSame(matching(reader, "newword"), ["n2"], "n1 lost its old words before it was ever indexed");
     t.strictSame(matching(reader, "changed"), ["n1"], "and is indexed once, with its new ones");
     t.strictSame(matching(reader, "second"), ["n2"]);
     // A later group changes an indexed event: its old words go, its new words come, once.
     await store.updateEvents(project, "s", [patch({ event_id: "n2", prompt: "third" })]);
+    await drain(store);
     t.strictSame(matching(reader, "second"), []);
     t.strictSame(matching(reader, "third"), ["n2"]);
     const rows = reader.prepare("SELECT count(*) FROM event_search WHERE event_search MATCH ?").pluck();
     t.equal(rows.get('"changed" OR "third" OR "newword"'), 2, "two events, no duplicate entry");
-    t.equal(reader.prepare("SELECT count(*) FROM event_search_pending").pluck().get(), 0, "the queue is empty");
+    t.equal(reader.prepare("SELECT count(*) FROM projection_queue").pluck().get(), 0, "the queue is empty");
   },
 );
 
@@ -109,6 +114,7 @@ t.test("after many groups of every kind of write, the index holds exactly each c
         await outcome(store.updateEvents(project, id, [patch({ event_id: first.id, completion: sentence() })]));
     }
   }
+  await drain(store);
   const stored = reader
     .prepare<[], { id: string; body: string }>("SELECT id, body FROM events ORDER BY id")
     .all()

@@ -32,3 +32,32 @@ export function tableRows(t: Test, path: string) {
     );
   };
 }
+
+/**
+ * Every projection's rows (docs/decisions/033-projections.md), through a read-only connection of
+ * their own, each table in its key's order (the contract's `derived`).
+ */
+export function derivedRows(t: Test, path: string) {
+  let reader: ReturnType<typeof openReader> | undefined;
+  t.teardown(() => reader?.close());
+  return async () => {
+    reader ??= openReader(path);
+    const db = reader;
+    return Object.fromEntries(
+      Object.entries(DERIVED).map(([name, sql]) => [name, db.prepare(sql).all() as Record<string, unknown>[]]),
+    );
+  };
+}
+
+/** The projections' tables, as each engine's runner reads them (the same SQL on both). */
+export const DERIVED: Record<string, string> = {
+  totals: `SELECT pk, event_count, llm_count, tool_count, action_count, error_count, prompt_tokens,
+    completion_tokens, cache_read_tokens, cache_creation_tokens, reasoning_tokens, cost, first_us, last_us,
+    duration_us FROM sessions ORDER BY pk`,
+  session_models: "SELECT * FROM session_models ORDER BY session_pk, model",
+  session_rollups: "SELECT * FROM session_rollups ORDER BY project_id, slot_us",
+  session_rollup_durations: "SELECT * FROM session_rollup_durations ORDER BY project_id, slot_us, bucket",
+  event_rollups: "SELECT * FROM event_rollups ORDER BY project_id, dim, level, slot_us, key",
+  event_rollup_durations: "SELECT * FROM event_rollup_durations ORDER BY project_id, dim, level, slot_us, key, bucket",
+  session_shares: "SELECT session_pk, share FROM session_shares ORDER BY session_pk",
+};

@@ -4,7 +4,7 @@ import t from "tap";
 import { schemaVersion } from "../../db/sqlite/migrate.ts";
 import { openThreadedStore } from "../../db/sqlite/thread.ts";
 import { tempDir } from "../helper.ts";
-import { committedReader, tableRows } from "./sqlite-committed.ts";
+import { committedReader, derivedRows, tableRows } from "./sqlite-committed.ts";
 import { storeContract } from "./store.contract.ts";
 
 storeContract(t, {
@@ -13,6 +13,6 @@ storeContract(t, {
   async open(t) {
     const path = join(tempDir(t), "agentmon.db");
     const store = await openThreadedStore({ path });
-    return { store, committed: committedReader(t, path), rows: tableRows(t, path) };
+    return { store, committed: committedReader(t, path), rows: tableRows(t, path), derived: derivedRows(t, path) };
   },
 });

@@ -5,7 +5,7 @@ import { schemaVersion } from "../../db/sqlite/migrate.ts";
 import { openDb } from "../../db/sqlite/open.ts";
 import { sqliteStore } from "../../db/sqlite/store.ts";
 import { tempDir } from "../helper.ts";
-import { committedReader, tableRows } from "./sqlite-committed.ts";
+import { committedReader, derivedRows, tableRows } from "./sqlite-committed.ts";
 import { storeContract } from "./store.contract.ts";
 
 storeContract(t, {
@@ -14,6 +14,6 @@ storeContract(t, {
   async open(t) {
     const path = join(tempDir(t), "agentmon.db");
     const store = sqliteStore(openDb(path));
-    return { store, committed: committedReader(t, path), rows: tableRows(t, path) };
+    return { store, committed: committedReader(t, path), rows: tableRows(t, path), derived: derivedRows(t, path) };
   },
 });

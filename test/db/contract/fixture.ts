@@ -13,6 +13,11 @@ export interface Opened {
   committed?: Pick<Store, "readSession" | "apiKeyById">;
   /** The rows of every table of the database, by table (what retention removes is counted). Optional. */
   rows?: () => Promise<Record<string, number>>;
+  /**
+   * Every projection's rows by table (docs/decisions/033-projections.md), read directly: the
+   * contract compares them with a rebuild from the raw rows. Optional.
+   */
+  derived?: () => Promise<Record<string, Record<string, unknown>[]>>;
 }
 
 export interface Adapter {
@@ -32,14 +37,14 @@ export type Fixtures = ReturnType<typeof fixtures>;
 export function fixtures(adapter: Adapter) {
   /** A fresh store, closed when the test ends unless the test closed it. */
   async function bare(t: Test) {
-    const { store, committed, rows } = await adapter.open(t);
+    const { store, committed, rows, derived } = await adapter.open(t);
     let closed = false;
     t.teardown(() => (closed ? undefined : store.close()));
     const close = () => {
       closed = true;
       return store.close();
     };
-    return { store, committed, rows, close };
+    return { store, committed, rows, derived, close };
   }
 
   /** A fresh store with two projects, `p` (key `key`) and `other` (key `otherKey`). */

@@ -20,6 +20,7 @@ import {
 import type { SpanEventRecord } from "../../../domain/types.ts";
 import { iso, patch, US0 } from "../records.ts";
 import type { Fixtures } from "./fixture.ts";
+import { sameAsRebuild } from "./projections.ts";
 import { eventAt, newSession } from "./values.ts";
 
 const SECOND = 1_000_000;
@@ -71,7 +72,7 @@ function sameBreakdown(t: Test, got: Breakdown, exact: Breakdown, what: string) 
 
 export function rollupContract(t: Test, { fresh, eventRollups }: Fixtures) {
   t.test("rollups: the unfiltered series equals the exact scan after every kind of write", async (t) => {
-    const { store, p, other } = await fresh(t);
+    const { store, p, other, derived } = await fresh(t);
     t.equal(US0 % SLOT_US, 0, "US0 is on a slot edge");
     const hours = Array.from({ length: 12 }, (_, i) => ({ lo: US0 + (i - 2) * HOUR, hi: US0 + (i - 1) * HOUR }));
     const quarter = Array.from({ length: 8 }, (_, i) => ({ lo: US0 + i * SLOT_US, hi: US0 + (i + 1) * SLOT_US }));
@@ -94,6 +95,7 @@ export function rollupContract(t: Test, { fresh, eventRollups }: Fixtures) {
       "the rule: event groupings, no filter but the range",
     );
     const check = async (what: string) => {
+      await sameAsRebuild(t, store, derived, what);
       for (const ranges of [hours, quarter, whole]) {
         same(t, await store.analyticsSeries(p, {}, ranges), await store.analyticsSeries(p, EVERY, ranges), what);
       }
