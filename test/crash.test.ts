@@ -8,7 +8,8 @@
  * every acknowledged event and every span of an acknowledged OTLP request (200, nothing rejected)
  * is stored exactly once, as an event of its session (for a span: its trace's), with the type
  * and parent it was sent with; no batch is half stored; a refused batch stored nothing; and
- * `PRAGMA integrity_check` is ok. Then the clients retry what was never answered and re-send an
+ * `PRAGMA integrity_check` is ok; and every projection, once the changes queued at the kill are
+ * projected, equals a rebuild from the raw rows (decision 033). Then the clients retry what was never answered and re-send an
  * acknowledged batch, which must answer 200 again and duplicate nothing (for OTLP: every event
  * count of its sessions unchanged).
  *
@@ -26,6 +27,7 @@ import { retryAfterRestart, verify } from "./crash/checks.ts";
 import { OTLP_CLIENTS, type OtlpClient, otlpClient, otlpSender } from "./crash/otlp.ts";
 import { otlpSessions, retryOtlpAfterRestart, verifyOtlp } from "./crash/otlp-checks.ts";
 import { closeGrpcClients, grpcAcked, OTLP_GRPC_CLIENTS, otlpGrpcSender } from "./crash/otlp-grpc.ts";
+import { verifyProjections } from "./crash/projections.ts";
 import { ACKED_BEFORE_KILL_TIMER, CLIENTS, loadAndKill, post, start, v2Sender } from "./crash/round.ts";
 import { tempDir } from "./helper.ts";
 
@@ -86,6 +88,7 @@ t.test(`G7/G8: SIGKILL ${KILLS} times under load, restart on the same file (seed
     ({ server, base, grpc } = await start(t, db, apiKey));
     verify(t, db, clients, traces, `after restart ${round}`);
     verifyOtlp(t, db, otlp, `after restart ${round}`);
+    await verifyProjections(t, db, `after restart ${round}`);
     await retryAfterRestart(t, base, clients, `after restart ${round}`);
     await retryOtlpAfterRestart(t, base, db, apiKey, otlp, `after restart ${round}`);
   }

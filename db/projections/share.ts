@@ -37,48 +37,11 @@ export interface EventFacts {
 }
 
 /**
- * EventFacts as the queue carries them (JSON): what a write knows of the rows it stored, so that
- * the projector never reads them back (the event rows are wide: their last columns sit behind
- * the body, on its overflow pages).
- */
-export type FactsTuple = [
-  id: string,
-  type: string,
-  init_us: number,
-  end_us: number | null,
-  model: string | null,
-  prompt: number | null,
-  completion: number | null,
-  cache_read: number | null,
-  cache_creation: number | null,
-  reasoning: number | null,
-  cost: number | null,
-  tool: string | null,
-  target: string | null,
-];
-
-export const fromTuple = (f: FactsTuple): EventFacts => ({
-  id: f[0],
-  type: f[1],
-  init_us: f[2],
-  end_us: f[3],
-  model: f[4],
-  prompt: f[5],
-  completion: f[6],
-  cache_read: f[7],
-  cache_creation: f[8],
-  reasoning: f[9],
-  cost: f[10],
-  tool: f[11],
-  target: f[12],
-});
-
-/**
- * The facts of a row about to be stored. `text` answers a body's field that is not a string as
+ * The facts of a row a call stored (handed to the projector in memory). `text` answers a body's field that is not a string as
  * the engine's SQL reads it as text (SQLite's CAST of json_extract, PostgreSQL's ->>), so that a
  * row's groups are the same whoever computes them.
  */
-export function factsOfRow(row: EventRow, text: (body: string, field: string) => string | null): FactsTuple {
+export function factsOfRow(row: EventRow, text: (body: string, field: string) => string | null): EventFacts {
   const type = row[COLUMN.type] as string;
   let tool: string | null = null;
   let target: string | null = null;
@@ -90,21 +53,21 @@ export function factsOfRow(row: EventRow, text: (body: string, field: string) =>
     if (type === "tool") tool = asText === null ? "" : `=${asText}`;
     else target = asText ?? (row[COLUMN.parent_id] as string | null);
   }
-  return [
-    row[COLUMN.id] as string,
+  return {
+    id: row[COLUMN.id] as string,
     type,
-    row[COLUMN.init_us] as number,
-    row[COLUMN.end_us] as number | null,
-    row[COLUMN.model] as string | null,
-    row[COLUMN.prompt_tokens] as number | null,
-    row[COLUMN.completion_tokens] as number | null,
-    row[COLUMN.cache_read_tokens] as number | null,
-    row[COLUMN.cache_creation_tokens] as number | null,
-    row[COLUMN.reasoning_tokens] as number | null,
-    row[COLUMN.cost] as number | null,
+    init_us: row[COLUMN.init_us] as number,
+    end_us: row[COLUMN.end_us] as number | null,
+    model: row[COLUMN.model] as string | null,
+    prompt: row[COLUMN.prompt_tokens] as number | null,
+    completion: row[COLUMN.completion_tokens] as number | null,
+    cache_read: row[COLUMN.cache_read_tokens] as number | null,
+    cache_creation: row[COLUMN.cache_creation_tokens] as number | null,
+    reasoning: row[COLUMN.reasoning_tokens] as number | null,
+    cost: row[COLUMN.cost] as number | null,
     tool,
     target,
-  ];
+  };
 }
 
 /** A group's sums: events, error events that name one of them, and the llm events' tokens and cost. */
@@ -162,11 +125,23 @@ export function emptyShare(session: SessionFacts): Share {
   };
 }
 
+/** Group keys made once: a fold meets the same few types, models and tools again and again. */
+const KEYS = new Map<string, string>();
+const keyOf = (dim: string, key: string) => {
+  const id = `${dim}\u0001${key}`;
+  let made = KEYS.get(id);
+  if (made === undefined) {
+    made = `${dim}${SEP}${key}`;
+    if (KEYS.size < 10_000) KEYS.set(id, made);
+  }
+  return made;
+};
+
 /** The groups an event is in (decision 027): its type; an llm event its model, a tool its name. */
 export function groupsOf(event: Pick<EventFacts, "type" | "model" | "tool">): string[] {
-  const type = `type${SEP}=${event.type}`;
-  if (event.type === "llm") return [type, `model${SEP}${event.model === null ? "" : `=${event.model}`}`];
-  if (event.type === "tool") return [type, `tool${SEP}${event.tool ?? ""}`];
+  const type = keyOf("type", `=${event.type}`);
+  if (event.type === "llm") return [type, keyOf("model", event.model === null ? "" : `=${event.model}`)];
+  if (event.type === "tool") return [type, keyOf("tool", event.tool ?? "")];
   return [type];
 }
 
@@ -198,24 +173,28 @@ export function fold(
     buckets: { ...share.buckets },
     waiting: { ...share.waiting },
   };
-  // A group's sums and buckets are copied once per fold, so that the stored share never changes.
+  // Each group's sums, bucket map and model's sums are copied once per fold, then changed in
+  // place: the stored share never changes.
   const touched = new Set<string>();
   const sums = (key: string): GroupSums => {
     if (touched.has(key)) return next.groups[key] as GroupSums;
     touched.add(key);
     const old = next.groups[key];
-    const copy: GroupSums = old ? [...old] : [0, 0, 0, 0, 0];
+    const copy: GroupSums = old ? [old[0], old[1], old[2], old[3], old[4]] : [0, 0, 0, 0, 0];
     next.groups[key] = copy;
     return copy;
   };
   const touchedBuckets = new Set<string>();
   const bucketsOf = (key: string) => {
-    if (!touchedBuckets.has(key)) {
-      touchedBuckets.add(key);
-      next.buckets[key] = { ...next.buckets[key] };
-    }
-    return next.buckets[key] as Record<number, Bucket>;
+    if (touchedBuckets.has(key)) return next.buckets[key] as Record<number, Bucket>;
+    touchedBuckets.add(key);
+    const copy: Record<number, Bucket> = {};
+    const old = next.buckets[key];
+    if (old) for (const b in old) copy[b as unknown as number] = [...(old[b as unknown as number] as Bucket)];
+    next.buckets[key] = copy;
+    return copy;
   };
+  const touchedModels = new Set<string>();
   const byId = new Map<string, EventFacts>();
   for (const row of rows) {
     byId.set(row.id, row);
@@ -225,34 +204,48 @@ export function fold(
     if (next.first_us === null || row.init_us < next.first_us) next.first_us = row.init_us;
     if (next.last_us === null || last > next.last_us) next.last_us = last;
     const llm = row.type === "llm";
+    const prompt = num(row.prompt);
+    const completion = num(row.completion);
+    const cost = num(row.cost);
     if (llm) {
-      next.prompt += num(row.prompt);
-      next.completion += num(row.completion);
+      next.prompt += prompt;
+      next.completion += completion;
       next.cache_read += num(row.cache_read);
       next.cache_creation += num(row.cache_creation);
       next.reasoning += num(row.reasoning);
-      next.cost += num(row.cost);
+      next.cost += cost;
       if (row.model !== null) {
-        const m = next.models[row.model];
-        next.models[row.model] = m
-          ? [m[0] + 1, m[1] + num(row.prompt), m[2] + num(row.completion), m[3] + num(row.cost)]
-          : [1, num(row.prompt), num(row.completion), num(row.cost)];
+        let m = next.models[row.model];
+        if (!touchedModels.has(row.model)) {
+          touchedModels.add(row.model);
+          m = m ? [m[0], m[1], m[2], m[3]] : [0, 0, 0, 0];
+          next.models[row.model] = m;
+        }
+        const into = m as [number, number, number, number];
+        into[0]++;
+        into[1] += prompt;
+        into[2] += completion;
+        into[3] += cost;
       }
     }
-    const duration = row.end_us === null ? null : Math.max(0, row.end_us - row.init_us);
+    const duration = row.end_us === null ? -1 : Math.max(0, row.end_us - row.init_us);
+    const bucket = duration < 0 ? 0 : histogramBucket(duration);
     for (const key of groupsOf(row)) {
       const s = sums(key);
       s[0]++;
       if (llm) {
-        s[2] += num(row.prompt);
-        s[3] += num(row.completion);
-        s[4] += num(row.cost);
+        s[2] += prompt;
+        s[3] += completion;
+        s[4] += cost;
       }
-      if (duration === null) continue;
+      if (duration < 0) continue;
       const buckets = bucketsOf(key);
-      const b = histogramBucket(duration);
-      const old = buckets[b];
-      buckets[b] = old ? [old[0] + 1, Math.max(old[1], duration)] : [1, duration];
+      const old = buckets[bucket];
+      if (old === undefined) buckets[bucket] = [1, duration];
+      else {
+        old[0]++;
+        if (duration > old[1]) old[1] = duration;
+      }
     }
   }
   // The errors of these rows, each counted once in its trigger's groups.

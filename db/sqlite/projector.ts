@@ -12,15 +12,7 @@ import { performance } from "node:perf_hooks";
 import type Database from "better-sqlite3";
 import { histogramBucket } from "../../domain/analytics.ts";
 import { type Change, PROJECTIONS, type SessionTable, type SumTable, type Write } from "../projections/projections.ts";
-import {
-  type EventFacts,
-  factsOfRow,
-  fold,
-  fromTuple,
-  type SessionFacts,
-  type Share,
-  shareOf,
-} from "../projections/share.ts";
+import { type EventFacts, factsOfRow, fold, type SessionFacts, type Share, shareOf } from "../projections/share.ts";
 import type { EventRow } from "../rows.ts";
 
 // The type from better-sqlite3, not from ./open.ts, which imports this file (no import cycle).
@@ -201,7 +193,7 @@ export function sqliteProjector(db: Db) {
           });
         }
         if (e.kind !== ADDED || again || row === undefined || before === undefined) continue;
-        if (given !== undefined) for (const r of given.rows) rows.push(fromTuple(factsOfRow(r, fieldText)));
+        if (given !== undefined) for (const r of given.rows) rows.push(factsOfRow(r, fieldText));
         else rows.push(...q.range.all(pk, e.lo as number, e.hi as number));
       }
       let after: Share | undefined;
