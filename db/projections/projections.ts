@@ -97,6 +97,12 @@ const each = (changes: readonly Change[], visit: (share: Share, sign: 1 | -1) =>
 
 const failedOf = (share: Share) => (share.session.failed ? 1 : 0);
 
+/** The same project, hour and end state: a change whose rollup rows are the same ones. */
+const sameSlot = (a: Share, b: Share) =>
+  a.session.project === b.session.project &&
+  failedOf(a) === failedOf(b) &&
+  slotOf(a.session.init_us, HOUR_US) === slotOf(b.session.init_us, HOUR_US);
+
 /** The per-session totals on the session's row, and session_models (decision 022). */
 export const totals: Projection = {
   name: "totals",
@@ -201,13 +207,15 @@ export const eventRollups: Projection = {
       count: "n",
       max: "max_us",
     });
-    each(changes, (s, sign) => {
+    /** A session's groups, those of `only` when given, signed, into both levels of its hour. */
+    const visit = (s: Share, sign: 1 | -1, only?: string[]) => {
       const hour = slotOf(s.session.init_us, HOUR_US);
       const slots = [hour, slotOf(hour, DAY_US)];
       const { project } = s.session;
       const failed = failedOf(s);
-      for (const [group, g] of Object.entries(s.groups) as [string, GroupSums][]) {
-        if (g[0] === 0) continue;
+      for (const group of only ?? Object.keys(s.groups)) {
+        const g = s.groups[group];
+        if (g === undefined || g[0] === 0) continue;
         const [dim, key] = group.split(SEP) as [string, string];
         const buckets = Object.entries(s.buckets[group] ?? {}) as unknown as [string, Bucket][];
         slots.forEach((slot, level) => {
@@ -216,7 +224,22 @@ export const eventRollups: Projection = {
             durations.add([project, dim, level, slot, key, Number(bucket)], [n], sign, max);
         });
       }
-    });
+    };
+    for (const { before, after } of changes) {
+      // An append in the same hour and state changes only the groups the fold touched: the
+      // others are the very objects of the share before (share.ts fold copies what it changes).
+      if (before && after && sameSlot(before, after)) {
+        const changed = Object.keys(after.groups).filter(
+          (g) => after.groups[g] !== before.groups[g] || after.buckets[g] !== before.buckets[g],
+        );
+        for (const g of Object.keys(before.groups)) if (!(g in after.groups)) changed.push(g);
+        visit(before, -1, changed);
+        visit(after, 1, changed);
+        continue;
+      }
+      if (before) visit(before, -1);
+      if (after) visit(after, 1);
+    }
     return [...sums.write(), ...durations.write()];
   },
 };

@@ -85,7 +85,12 @@ export function sqliteProjector(db: Db) {
     queue: db.prepare<[number, ChangeKind, number | null, number | null, number]>(
       "INSERT INTO projection_queue (session_pk, kind, lo, hi, at_ms) VALUES (?, ?, ?, ?, ?)",
     ),
-    indexOne: db.prepare<[number, string]>("INSERT INTO event_search (rowid, text) VALUES (?, ?)"),
+    // One statement for the batch: FTS5 writes its pending terms out as a segment at the end of
+    // every statement that writes it inside a transaction (decision 023), so one per event would
+    // make a segment per event.
+    indexGiven: db.prepare<[string]>(
+      "INSERT INTO event_search (rowid, text) SELECT j.value ->> 0, j.value ->> 1 FROM json_each(?) j ORDER BY 1",
+    ),
     text: db.prepare<[string, string], string | null>("SELECT CAST(json_extract(?, '$.' || ?) AS TEXT)").pluck(),
     any: db.prepare("SELECT 1 FROM projection_queue LIMIT 1").pluck(),
     backlog: db.prepare<[], { n: number; oldest: number | null }>(
@@ -213,7 +218,7 @@ export function sqliteProjector(db: Db) {
     }
     for (const projection of PROJECTIONS) for (const write of projection.apply(changes)) run(write);
     // Handed words only for sessions not counted again (their events may have changed or gone).
-    for (const [pk, text] of withWords) q.indexOne.run(pk, text);
+    if (withWords.length > 0) q.indexGiven.run(JSON.stringify(withWords));
     if (fromBodies.length > 0) q.index.run(JSON.stringify(fromBodies));
     q.done.run(list);
   });
