@@ -33,6 +33,13 @@ const VERSIONS = JSON.stringify(Object.fromEntries(PROJECTIONS.map((p) => [p.nam
 const BATCH_SESSIONS = 500;
 /** Queue entries per batch at most (a session's entries are never split across batches). */
 const BATCH_ENTRIES = 5_000;
+/** How long the projector waits after storage refused a batch (O4) before it tries again. */
+const RETRY_MS = 1_000;
+
+/** A fault of the storage, not of the projector: the disk, the file, a lock. */
+const storageFault = (error: unknown) =>
+  /^SQLITE_(IOERR|FULL|READONLY|BUSY|LOCKED|CANTOPEN|NOMEM)/.test(String((error as { code?: unknown })?.code ?? ""));
+
 /** How long the projector lets writes gather after the first one before it runs. */
 const DELAY_MS = 20;
 
@@ -149,7 +156,7 @@ export function sqliteProjector(db: Db) {
   };
 
   const fieldText = (body: string, field: string) => q.text.get(body, field) ?? null;
-  const figures = { batches: 0, longest: 0 };
+  const figures = { batches: 0, longest: 0, failed: 0 };
   let scheduled: NodeJS.Timeout | undefined;
   let closed = false;
 
@@ -309,7 +316,19 @@ export function sqliteProjector(db: Db) {
     catchUp() {
       // A read-only connection (a reader beside the writer) reads what is projected.
       if (db.readonly) return;
-      while (step()) {}
+      // Inside a write call (update_session, a bulk delete) a failure is the call's: it fails.
+      if (db.inTransaction) {
+        while (step()) {}
+        return;
+      }
+      // Before a read: when storage cannot take the batch (a full disk, a read-only file: O4),
+      // the read still answers, from what is projected; writes are answering 503 meanwhile.
+      try {
+        while (step()) {}
+      } catch (error) {
+        if (!storageFault(error)) throw error;
+        figures.failed++;
+      }
     },
     /** After a group commit: a batch soon, so that writes gather into it. */
     schedule: () => {
@@ -318,7 +337,21 @@ export function sqliteProjector(db: Db) {
         scheduled = undefined;
         if (closed || !db.open) return;
         // One batch per turn, so that requests and group commits run in between.
-        if (step() && q.any.get() !== undefined) projector.schedule();
+        try {
+          if (step() && q.any.get() !== undefined) projector.schedule();
+        } catch (error) {
+          // Storage refuses the batch (O4): it is tried again later; nothing was lost, the queue
+          // still holds it (its transaction rolled back).
+          figures.failed++;
+          if (!storageFault(error)) throw error;
+          if (!closed) {
+            scheduled = setTimeout(() => {
+              scheduled = undefined;
+              projector.schedule();
+            }, RETRY_MS);
+            scheduled.unref();
+          }
+        }
       }, DELAY_MS);
       scheduled.unref();
     },
