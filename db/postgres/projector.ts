@@ -159,21 +159,25 @@ export function postgresProjector(pool: pg.Pool, readers: pg.Pool) {
     );
     if (head.length === 0) return false;
     const pks = head.map((h) => h.session_pk).sort((a, b) => a - b);
-    const [{ rows: entries }, { rows: sessions }, { rows: stored }] = [
-      await db.query<Entry>(
-        "SELECT seq, session_pk, kind, ids FROM projection_queue WHERE session_pk = ANY($1::int8[])",
-        [pks],
-      ),
-      await db.query<{ pk: number; project: string; init_us: number; end_us: number | null; failed: boolean }>(
-        `SELECT pk, project_id AS project, init_us, ${END_US} AS end_us, end_state IS NOT DISTINCT FROM 'Fail' AS failed
-         FROM sessions WHERE pk = ANY($1::int8[])`,
-        [pks],
-      ),
-      await db.query<{ session_pk: number; share: string }>(
-        "SELECT session_pk, share FROM session_shares WHERE session_pk = ANY($1::int8[])",
-        [pks],
-      ),
-    ];
+    const { rows: entries } = await db.query<Entry>(
+      "SELECT seq, session_pk, kind, ids FROM projection_queue WHERE session_pk = ANY($1::int8[])",
+      [pks],
+    );
+    const { rows: sessions } = await db.query<{
+      pk: number;
+      project: string;
+      init_us: number;
+      end_us: number | null;
+      failed: boolean;
+    }>(
+      `SELECT pk, project_id AS project, init_us, ${END_US} AS end_us, end_state IS NOT DISTINCT FROM 'Fail' AS failed
+       FROM sessions WHERE pk = ANY($1::int8[])`,
+      [pks],
+    );
+    const { rows: stored } = await db.query<{ session_pk: number; share: string }>(
+      "SELECT session_pk, share FROM session_shares WHERE session_pk = ANY($1::int8[])",
+      [pks],
+    );
     const sessionFacts = new Map(sessions.map((s) => [s.pk, s]));
     const shares = new Map(stored.map((s) => [s.session_pk, JSON.parse(s.share) as Share]));
     const bySession = new Map<number, Entry[]>();
