@@ -29,7 +29,7 @@ export const CHANGE = { row: 0, added: 1, again: 2 } as const;
 const { added: ADDED, again: AGAIN } = CHANGE;
 
 /** The projector's advisory lock key; 0x61676d70 is "agmp" (migrations take "agmn"). */
-const PROJECTOR_LOCK = 0x61676d70;
+export const PROJECTOR_LOCK = 0x61676d70;
 /** Sessions per batch at most, and queue entries (a session's entries are never split across batches). */
 const BATCH_SESSIONS = 500;
 const BATCH_ENTRIES = 5_000;

@@ -10,6 +10,7 @@
 import pg from "pg";
 import t, { type Test } from "tap";
 import { eventColumns, INSERT_QUEUED_EVENTS } from "../../db/postgres/group-commit.ts";
+import { PROJECTOR_LOCK } from "../../db/postgres/projector.ts";
 import { openPostgresStore, type PostgresStore } from "../../db/postgres/store.ts";
 import { eventRow } from "../../db/rows.ts";
 import { histogramBucket } from "../../domain/analytics.ts";
@@ -200,5 +201,42 @@ if (unavailable !== undefined && !postgresRequired()) {
     await nodes[1].rebuildProjections();
     await settle(nodes[1]);
     same(t, projected, await tables(nodes[0].pool));
+  });
+
+  t.test("a node that dies holding the projector's lock: reads on another wait for it, then project", async (t) => {
+    const url = await testDatabase(t);
+    const store = await openPostgresStore({ url });
+    t.teardown(() => store.close());
+    const p = (await store.createApiKey("h", "p", "default", new Date().toISOString())).project_id;
+    await store.createSession(p, newSession("s"));
+    await settle(store);
+    // The "projecting node": a connection holding the lock, as a node in the middle of a batch.
+    const dying = new pg.Client({ connectionString: url });
+    dying.on("error", () => undefined);
+    await dying.connect();
+    await dying.query("SELECT pg_advisory_lock($1)", [PROJECTOR_LOCK]);
+    await store.insertEvents(p, "s", [eventAt("e1", US0 + SECOND), eventAt("e2", US0 + 2 * SECOND)]);
+    let answered = false;
+    const read = store.readSession(p, "s", { agents: false, events: false }).then((found) => {
+      answered = true;
+      return found;
+    });
+    const waiting = async () => {
+      for (let i = 0; i < 200; i++) {
+        const { rows: waits } = await store.pool.query(
+          "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = $1",
+          [PROJECTOR_LOCK],
+        );
+        if (waits.length > 0) return true;
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      return false;
+    };
+    t.ok(await waiting(), "the read waits for the lock");
+    t.notOk(answered, "and has not answered");
+    // The node dies: its connection goes, and the server frees its lock.
+    await dying.query("SELECT pg_terminate_backend(pg_backend_pid())").catch(() => undefined);
+    t.equal((await read)?.totals.events, 2, "the read then projects, and counts both events");
+    t.equal((await store.stats()).projection?.backlog, 0, "nothing left queued");
   });
 }
