@@ -22,6 +22,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import type pg from "pg";
 import { type Change, PROJECTIONS, type SessionTable, type SumTable, type Write } from "../projections/projections.ts";
 import { type EventFacts, fold, type SessionFacts, type Share, shareOf } from "../projections/share.ts";
+import type { StorageStats } from "../store.ts";
 import { isRetryable } from "./errors.ts";
 
 /** How a session changed: its row only; events added (their ids); anything (count it again). */
@@ -55,6 +56,16 @@ const FACTS = `e.session_pk, e.id, e.type, e.init_us, e.end_us, e.model, e.promp
 
 type Facts = EventFacts & { session_pk: number };
 
+/** The facts of the events named by (session, id), by their primary key. */
+const byIds = async (db: pg.ClientBase, named: { pk: number; id: string }[]) =>
+  (
+    await db.query<Facts>(
+      `SELECT ${FACTS} FROM unnest($1::int8[], $2::text[]) AS a (session_pk, id)
+       JOIN events e ON e.session_pk = a.session_pk AND e.id = a.id COLLATE "C"`,
+      [named.map((n) => n.pk), named.map((n) => n.id)],
+    )
+  ).rows;
+
 interface Entry {
   seq: number;
   session_pk: number;
@@ -74,18 +85,13 @@ const TYPES: Record<string, string> = {
 };
 const typeOf = (column: string) => TYPES[column] ?? "int8";
 /** `unnest` of one array parameter per column, from $1 on. */
-const unnest = (columns: readonly string[], from = 1) =>
-  `unnest(${columns.map((c, i) => `$${i + from}::${typeOf(c)}[]`).join(", ")}) AS u (${columns.join(", ")})`;
+const unnest = (columns: readonly string[]) =>
+  `unnest(${columns.map((c, i) => `$${i + 1}::${typeOf(c)}[]`).join(", ")}) AS u (${columns.join(", ")})`;
 /** Rows as one array per column. */
 const byColumn = (rows: unknown[][], width: number) =>
   Array.from({ length: width }, (_, c) => rows.map((row) => row[c] ?? null));
 
-export interface ProjectorStats {
-  backlog: number;
-  lagSeconds: number;
-  batches: number;
-  longestBatchSeconds: number;
-}
+type ProjectorStats = NonNullable<StorageStats["projection"]>;
 
 /**
  * `pool`: the projector's own connection (one is enough: this node projects one batch at a
@@ -209,17 +215,7 @@ export function postgresProjector(pool: pg.Pool, readers: pg.Pool) {
           .rows,
       );
     }
-    if (added.length > 0) {
-      put(
-        (
-          await db.query<Facts>(
-            `SELECT ${FACTS} FROM unnest($1::int8[], $2::text[]) AS a (session_pk, id)
-             JOIN events e ON e.session_pk = a.session_pk AND e.id = a.id COLLATE "C"`,
-            [added.map((a) => a.pk), added.map((a) => a.id)],
-          )
-        ).rows,
-      );
-    }
+    if (added.length > 0) put(await byIds(db, added));
     // The stored triggers of the folded errors (fold's lookup is synchronous): one query for all.
     const wanted: { pk: number; id: string }[] = [];
     for (const pk of new Set(added.map((a) => a.pk))) {
@@ -230,12 +226,7 @@ export function postgresProjector(pool: pg.Pool, readers: pg.Pool) {
     }
     const triggers = new Map<string, EventFacts>();
     if (wanted.length > 0) {
-      const { rows: found } = await db.query<Facts>(
-        `SELECT ${FACTS} FROM unnest($1::int8[], $2::text[]) AS a (session_pk, id)
-         JOIN events e ON e.session_pk = a.session_pk AND e.id = a.id COLLATE "C"`,
-        [wanted.map((w) => w.pk), wanted.map((w) => w.id)],
-      );
-      for (const row of found) triggers.set(`${row.session_pk}\u0000${row.id}`, row);
+      for (const row of await byIds(db, wanted)) triggers.set(`${row.session_pk}\u0000${row.id}`, row);
     }
 
     const changes: Change[] = [];
