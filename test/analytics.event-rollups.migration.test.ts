@@ -1,12 +1,11 @@
 import pg from "pg";
 import t, { type Test } from "tap";
 import { openPostgresStore } from "../db/postgres/store.ts";
-import { openDb } from "../db/sqlite/open.ts";
 import type { Store } from "../db/store.ts";
 import { type BreakdownBy, breakdownRollupPlan } from "../domain/analytics.ts";
-import { eventAt, newSession } from "./db/contract/values.ts";
-import { iso, patch, US0 } from "./db/records.ts";
-import { postgresRequired, postgresUnavailable, testDatabase } from "./postgres.ts";
+import { eventAt } from "./db/contract/values.ts";
+import { iso, US0 } from "./db/records.ts";
+import { databaseAtVersion } from "./postgres.ts";
 
 const SECOND = 1_000_000;
 const HOUR = 3600 * SECOND;
@@ -21,82 +20,8 @@ const TABLES = {
     "SELECT project_id, dim, level, slot_us, key, bucket, n FROM event_rollup_durations WHERE n <> 0 ORDER BY 1, 2, 3, 4, 5, 6",
 };
 
-/** SQLite has no numeric type: the same rows with its own spelling of the rounded cost. */
-const sqliteSql = (sql: string) => sql.replaceAll("round(cost::numeric, 9)::text", "printf('%.9f', cost)");
-
 /** The same rows as text, whatever the engine gave (PostgreSQL's bigints are strings). */
 const asText = (rows: unknown[][]) => rows.map((row) => row.map((v) => (v === null ? null : String(v))));
-
-function _sqliteTables(path: string) {
-  const db = openDb(path);
-  try {
-    return Object.fromEntries(
-      Object.entries(TABLES).map(([name, sql]) => [
-        name,
-        asText(db.prepare(sqliteSql(sql)).raw(true).all() as unknown[][]),
-      ]),
-    );
-  } finally {
-    db.close();
-  }
-}
-
-async function postgresTables(url: string) {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    const found: Record<string, unknown> = {};
-    for (const [name, sql] of Object.entries(TABLES)) {
-      found[name] = asText((await client.query<unknown[]>({ text: sql, rowMode: "array" })).rows);
-    }
-    return found;
-  } finally {
-    await client.end();
-  }
-}
-
-/** Every kind of event write, on sessions spread over hours; answers the project. */
-async function write(store: Store) {
-  const key = await store.createApiKey("hash", "abcdefgh", "p", "2026-01-01T00:00:00Z");
-  const p = key.project_id;
-  for (let i = 0; i < 12; i += 1) {
-    const init = US0 + i * 37 * 60 * SECOND + i;
-    await store.createSession(
-      p,
-      newSession(`s${i}`, {
-        init_us: init,
-        init_timestamp: iso(init),
-        end_timestamp: i % 3 ? iso(init + 9 * SECOND) : null,
-        end_state: i % 3 ? (i % 4 ? "Success" : "Fail") : null,
-      }),
-    );
-    await store.insertEvents(p, `s${i}`, [
-      eventAt("a", init + SECOND, { model: i % 2 ? "m1" : "m2", cost: 0.25 * i, prompt_tokens: i }, init + i * SECOND),
-      eventAt(
-        "t",
-        init + 2 * SECOND,
-        { type: "tool", model: null, fields: { name: i % 3 ? "search" : "fetch" } },
-        init + 3 * SECOND + i,
-      ),
-      eventAt("n", init + 2 * SECOND, { model: null }, init + 4 * SECOND),
-      eventAt("e", init + 5 * SECOND, {
-        type: "error",
-        model: null,
-        fields: { trigger_event_id: i % 2 ? "a" : "later" },
-      }),
-    ]);
-    if (i % 2 === 0) {
-      await store.insertEvents(p, `s${i}`, [
-        eventAt("later", init + 6 * SECOND, { type: "action", model: null }, init + 7 * SECOND),
-      ]);
-    }
-  }
-  await store.updateEvents(p, "s3", [patch({ event_id: "a", model: "m3", cost: 9 })]);
-  await store.updateSession(p, "s4", { init_us: US0 + 30 * HOUR, init_timestamp: iso(US0 + 30 * HOUR), extra: {} });
-  await store.updateSession(p, "s5", { end_state: "Fail", extra: {} });
-  await store.deleteSession(p, "s7");
-  return p;
-}
 
 /** After the migration: breakdowns from the rollups as the exact ones, and a later write counted. */
 async function answers(t: Test, store: Store, p: string) {
@@ -124,33 +49,114 @@ async function answers(t: Test, store: Store, p: string) {
   );
 }
 
-// SQLite's rollups are projections since migration 012: test/projections.migration.test.ts.
-t.test("PostgreSQL: migration 009 rolls up the events of a version-8 database as the writes do", async (t) => {
-  const unavailable = await postgresUnavailable();
-  if (unavailable && !postgresRequired()) {
-    t.comment(`skipped: ${unavailable}`);
-    return;
-  }
-  const url = await testDatabase(t);
-  let store: Store = await openPostgresStore({ url });
-  const p = await write(store);
-  await store.close();
-  const written = await postgresTables(url);
-  t.ok((written.event_rollups as unknown[]).length > 10, "the writes rolled up");
+// SQLite's event rollups are projections since migration 012: test/projections.migration.test.ts.
 
+/** The projections' rows on PostgreSQL: the rollups, the totals and session_models. */
+const POSTGRES_TABLES = {
+  event_rollups: TABLES.event_rollups,
+  event_rollup_durations: TABLES.event_rollup_durations,
+  session_rollups: `SELECT project_id, slot_us, sessions, failures, events, error_events, prompt_tokens, completion_tokens,
+      round(cost::numeric, 9)::text FROM session_rollups WHERE sessions <> 0 ORDER BY 1, 2`,
+  session_rollup_durations:
+    "SELECT project_id, slot_us, bucket, n FROM session_rollup_durations WHERE n <> 0 ORDER BY 1, 2, 3",
+  totals: `SELECT id, event_count, llm_count, tool_count, action_count, error_count, prompt_tokens, completion_tokens,
+      round(cost::numeric, 9)::text, first_us, last_us, duration_us FROM sessions ORDER BY id`,
+  session_models: `SELECT s.id, m.model, m.llm_count, m.prompt_tokens, m.completion_tokens, round(m.cost::numeric, 9)::text
+      FROM session_models m JOIN sessions s ON s.pk = m.session_pk ORDER BY 1, 2`,
+};
+
+async function postgresRows(client: pg.Client) {
+  const found: Record<string, unknown> = {};
+  for (const [name, sql] of Object.entries(POSTGRES_TABLES)) {
+    found[name] = asText((await client.query<unknown[]>({ text: sql, rowMode: "array" })).rows);
+  }
+  return found;
+}
+
+t.test("PostgreSQL: migration 010's projector makes the rows migration 009's triggers made", async (t) => {
+  let triggered: Record<string, unknown> = {};
+  // A version-9 database written as the code of then wrote it: rows in, the triggers rolling up.
+  const url = await databaseAtVersion(t, 9, async (client) => {
+    await client.query("INSERT INTO projects (id, name, created_at) VALUES ('p', 'p', '2026-01-01T00:00:00Z')");
+    for (let i = 0; i < 12; i += 1) {
+      const init = US0 + i * 37 * 60 * SECOND + i;
+      const end = i % 3 ? init + 9 * SECOND : null;
+      await client.query(
+        `INSERT INTO sessions (id, project_id, init_timestamp, init_us, end_timestamp, end_state, extra)
+         VALUES ($1, 'p', $2, $3, $4, $5, '{}')`,
+        [`s${i}`, iso(init), init, end === null ? null : iso(end), i % 3 ? (i % 4 ? "Success" : "Fail") : null],
+      );
+      const events: [
+        string,
+        string,
+        number,
+        number | null,
+        string | null,
+        number | null,
+        number | null,
+        object,
+        string | null,
+      ][] = [
+        ["a", "llm", init + SECOND, init + i * SECOND, i % 2 ? "m1" : "m2", i, 0.25 * i, {}, null],
+        [
+          "t",
+          "tool",
+          init + 2 * SECOND,
+          init + 3 * SECOND + i,
+          null,
+          null,
+          null,
+          { name: i % 3 ? "search" : "fetch" },
+          null,
+        ],
+        ["u", "tool", init + 2 * SECOND, null, null, null, null, {}, null],
+        ["n", "llm", init + 2 * SECOND, init + 4 * SECOND, null, 1, null, {}, null],
+        ["e", "error", init + 5 * SECOND, null, null, null, null, { trigger_event_id: i % 2 ? "a" : "later" }, null],
+        ["p", "error", init + 5 * SECOND, null, null, null, null, {}, "t"],
+      ];
+      if (i % 2 === 0)
+        events.push(["later", "action", init + 6 * SECOND, init + 7 * SECOND, null, null, null, {}, null]);
+      for (const [id, type, at, end, model, prompt, cost, body, parent] of events) {
+        await client.query(
+          `INSERT INTO events (session_pk, id, type, init_timestamp, init_us, end_timestamp, end_us, model, prompt_tokens,
+             cost, body, extra, parent_id)
+           VALUES ((SELECT pk FROM sessions WHERE id = $1), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, '{}', $12)`,
+          [
+            `s${i}`,
+            id,
+            type,
+            iso(at),
+            at,
+            end === null ? null : iso(end),
+            end,
+            model,
+            prompt,
+            cost,
+            JSON.stringify(body),
+            parent,
+          ],
+        );
+      }
+    }
+    await client.query(
+      "UPDATE events SET model = 'm3', cost = 9 WHERE id = 'a' AND session_pk = (SELECT pk FROM sessions WHERE id = 's3')",
+    );
+    await client.query("UPDATE sessions SET init_us = $1, init_timestamp = $2 WHERE id = 's4'", [
+      US0 + 30 * HOUR,
+      iso(US0 + 30 * HOUR),
+    ]);
+    await client.query("UPDATE sessions SET end_state = 'Fail' WHERE id = 's5'");
+    await client.query("DELETE FROM sessions WHERE id = 's7'");
+    triggered = await postgresRows(client);
+  });
+  if (url === undefined) return;
+  t.ok((triggered.event_rollups as unknown[]).length > 10, "the triggers rolled up");
+  const store = await openPostgresStore({ url });
+  t.teardown(() => store.close());
+  while ((await store.projectBatch()) > 0) {}
   const client = new pg.Client({ connectionString: url });
   await client.connect();
-  await client.query(`DROP TABLE session_keys, event_rollups, event_rollup_durations;
-    DROP TRIGGER events_rollups_added ON events; DROP TRIGGER events_rollups_changed ON events;
-    DROP TRIGGER events_rollups_removed ON events; DROP TRIGGER sessions_event_rollups_changed ON sessions;
-    DROP FUNCTION agentmon_session_keys_recount, agentmon_event_rollups_added, agentmon_event_rollups_changed,
-      agentmon_event_rollups_removed, agentmon_event_rollups_sessions_changed, agentmon_session_keys_in,
-      agentmon_session_keys_out, agentmon_session_keys_changed;
-    UPDATE agentmon_schema SET version = 8`);
-  await client.end();
-
-  store = await openPostgresStore({ url });
-  t.teardown(() => store.close());
-  t.strictSame(await postgresTables(url), written, "migration 009 made the rows the writes had made");
-  await answers(t, store, p);
+  t.teardown(() => client.end());
+  t.strictSame(await postgresRows(client), triggered, "the projector's rows are the triggers'");
+  await answers(t, store, "p");
 });

@@ -11,6 +11,7 @@ import type {
   UpdateEventsResult,
 } from "../../domain/types.ts";
 import { EVENT_COLUMNS, eventRecord, eventRow, json, parse, ROW, type StoredEvent } from "../rows.ts";
+import { CHANGE } from "./projector.ts";
 import { searchWords } from "./search.ts";
 
 type Queryable = pg.Pool | pg.ClientBase;
@@ -68,6 +69,8 @@ export async function updateEvents(
     const row = eventRow(event);
     await tx.query(UPDATE_EVENT, [pk, event.id, ...row.slice(1), searchWords(row[ROW.body])]);
   }
+  // The session's share is counted again from its rows (a change of type or time cannot be subtracted).
+  await tx.query("INSERT INTO projection_queue (session_pk, kind) VALUES ($1, $2)", [pk, CHANGE.again]);
   return { status: "updated", updated: events.size };
 }
 

@@ -27,6 +27,7 @@ import { GroupFigures, type GroupStats, takeGroup } from "../groups.ts";
 import type { EventRow } from "../rows.ts";
 import { EVENT_COLUMNS, ROW } from "../rows.ts";
 import { isFault, isRetryable, translate } from "./errors.ts";
+import { CHANGE } from "./projector.ts";
 import { searchWords } from "./search.ts";
 
 /** A group holds at most this many calls, or this many rows; a call is never split. */
@@ -98,6 +99,16 @@ export const INSERT_EVENTS = `INSERT INTO events (session_pk, ${EVENT_COLUMNS.jo
   ON CONFLICT (session_pk, id) DO NOTHING`;
 
 /**
+ * INSERT_EVENTS and the projection queue's entry of what it stored (docs/decisions/033-projections.md):
+ * the ids of each session's new events. Answers their ids.
+ */
+export const INSERT_QUEUED_EVENTS = `WITH added AS (${INSERT_EVENTS} RETURNING session_pk, id), queued AS (
+    INSERT INTO projection_queue (session_pk, kind, ids)
+    SELECT session_pk, ${CHANGE.added}, array_agg(id) FROM added GROUP BY session_pk ORDER BY session_pk
+  )
+  SELECT id FROM added`;
+
+/**
  * The create_events calls of a group, as ONE statement: each call's session looked up in its
  * project and its API key checked (4.3), and the rows of the calls that pass inserted in the
  * order of their session and id (two groups that share rows then wait for one another rather
@@ -106,8 +117,9 @@ export const INSERT_EVENTS = `INSERT INTO events (session_pk, ${EVENT_COLUMNS.jo
  * snapshot. Answers one row per call: its session's pk (null: not a session of the project),
  * whether its key is live, and how many rows its session got (`stored`: a retry's rows are there
  * already and are not counted, G8), with their ids when another call of the group names the same
- * session (then eventsStored tells whose they are). A group of nothing but create_events is this
- * one round trip, with no BEGIN or COMMIT of its own.
+ * session (then eventsStored tells whose they are). The same statement queues each session's new
+ * events for the projector (projector.ts, by their ids). A group of nothing but create_events is
+ * this one round trip, with no BEGIN or COMMIT of its own.
  */
 const GROUP_EVENTS = `WITH calls AS (
     SELECT * FROM unnest($1::int4[], $2::text[], $3::text[], $4::text[]) AS c (call, session_id, project_id, key_id)
@@ -128,6 +140,9 @@ const GROUP_EVENTS = `WITH calls AS (
     RETURNING session_pk, id
   ), stored AS (
     SELECT session_pk, count(*)::int4 AS n, array_agg(id) AS ids FROM added GROUP BY session_pk
+  ), queued AS (
+    INSERT INTO projection_queue (session_pk, kind, ids)
+    SELECT session_pk, ${CHANGE.added}, ids FROM stored ORDER BY session_pk
   )
   SELECT v.call, v.pk, v.live, coalesce(s.n, 0) AS stored,
     CASE WHEN count(*) OVER (PARTITION BY v.pk) > 1 THEN s.ids END AS ids
@@ -151,10 +166,14 @@ export class PgGroupCommit {
   readonly #figures = new GroupFigures();
   #idle: (() => void)[] = [];
 
+  /** Runs after each committed transaction (the projector's turn: projector.ts schedule). */
+  readonly #afterCommit: () => void;
+
   /** `pool` holds the writer connections; `writers` groups run at once (its size). */
-  constructor(pool: pg.Pool, writers: number) {
+  constructor(pool: pg.Pool, writers: number, afterCommit: () => void = () => {}) {
     this.#pool = pool;
     this.#writers = Math.max(1, writers);
+    this.#afterCommit = afterCommit;
   }
 
   get commits() {
@@ -276,6 +295,7 @@ export class PgGroupCommit {
   #observe(group: Queued[], started: number) {
     const rows = group.reduce((sum, call) => sum + call.weight, 0);
     this.#figures.committed(group.length, rows, (performance.now() - started) / 1000);
+    this.#afterCommit();
   }
 
   /**

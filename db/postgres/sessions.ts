@@ -28,6 +28,7 @@ import {
   TOTALS_COLUMNS,
   takeBatch,
 } from "../rows.ts";
+import { CHANGE } from "./projector.ts";
 import { searchCondition, searchMatch } from "./search.ts";
 
 type Queryable = pg.Pool | pg.ClientBase;
@@ -89,11 +90,20 @@ const values = (s: SessionRecord) => [
   json(s.extra),
 ];
 
+/** A statement's rows of `sessions` (RETURNING pk) queued for the projector as `kind` (projector.ts). */
+export const queued = (statement: string, kind: number) => `WITH changed AS (${statement} RETURNING pk), queued AS (
+    INSERT INTO projection_queue (session_pk, kind) SELECT pk, ${kind} FROM changed ORDER BY pk
+  )
+  SELECT pk FROM changed`;
+
 export async function createSession(tx: Queryable, projectId: string, session: NewSession) {
   const { rowCount } = await tx.query(
-    `INSERT INTO sessions (init_timestamp, init_us, end_timestamp, end_state, end_state_reason, tags, host_env,
-       extra, id, project_id)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (id) DO NOTHING`,
+    queued(
+      `INSERT INTO sessions (init_timestamp, init_us, end_timestamp, end_state, end_state_reason, tags, host_env,
+         extra, id, project_id)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (id) DO NOTHING`,
+      CHANGE.row,
+    ),
     [...values({ ...session, project_id: projectId }), session.id, projectId],
   );
   if (rowCount === 1) return { created: true, projectId };
@@ -105,7 +115,8 @@ export async function createSession(tx: Queryable, projectId: string, session: N
 
 /**
  * Read (with a row lock: two nodes updating one session wait for each other), merge and write,
- * in the caller's transaction.
+ * in the caller's transaction. The answer's totals are the projection's: the store caught up
+ * before the call (an update changes none).
  */
 export async function updateSession(
   tx: pg.ClientBase,
@@ -119,12 +130,14 @@ export async function updateSession(
   const { extra, ...named } = changes;
   const session: SessionRecord = { ...before, ...named, extra: { ...before.extra, ...extra } };
   await tx.query(
-    `UPDATE sessions SET init_timestamp = $1, init_us = $2, end_timestamp = $3, end_state = $4,
-       end_state_reason = $5, tags = $6, host_env = $7, extra = $8
-     WHERE pk = $9`,
+    queued(
+      `UPDATE sessions SET init_timestamp = $1, init_us = $2, end_timestamp = $3, end_state = $4,
+         end_state_reason = $5, tags = $6, host_env = $7, extra = $8
+       WHERE pk = $9`,
+      CHANGE.row,
+    ),
     [...values(session), row.pk],
   );
-  // The totals do not change; duration_us follows by migration 005's trigger.
   return { session, totals: rowTotals(row) };
 }
 
@@ -239,10 +252,11 @@ export function conditions(projectId: string, filter: SessionFilter, after: Posi
 }
 
 /**
- * One batch of Store.deleteSessions in the caller's transaction (a dry run: any snapshot). The
- * candidates are locked (FOR UPDATE) so that another node's write to one of them waits, and the
- * filter holds for what is deleted; their events, agents, logs and span records go by ON DELETE
- * CASCADE, the events counted first.
+ * One batch of Store.deleteSessions in the caller's transaction (a dry run: any snapshot), the
+ * projections caught up before (the filter reads the totals). The candidates are locked (FOR
+ * UPDATE) so that another node's write to one of them waits, and the filter holds for what is
+ * deleted; their events, agents, logs and span records go by ON DELETE CASCADE, the events
+ * counted first; the projector takes them out of the projections.
  */
 export async function deleteBatch(
   tx: Queryable,
@@ -266,7 +280,7 @@ export async function deleteBatch(
     "SELECT count(*) AS events FROM events WHERE session_pk = ANY($1::int8[])",
     [pks],
   );
-  const { rowCount } = await tx.query("DELETE FROM sessions WHERE pk = ANY($1::int8[])", [pks]);
+  const { rowCount } = await tx.query(queued("DELETE FROM sessions WHERE pk = ANY($1::int8[])", CHANGE.again), [pks]);
   return { sessions: rowCount ?? 0, events: counted[0]?.events ?? 0, next };
 }
 
@@ -297,6 +311,9 @@ export async function readSession(
 
 /** The session and, by ON DELETE CASCADE, its events, agents, logs and span records. */
 export async function deleteSession(tx: Queryable, projectId: string, id: string) {
-  const { rowCount } = await tx.query("DELETE FROM sessions WHERE id = $1 AND project_id = $2", [id, projectId]);
+  const { rowCount } = await tx.query(queued("DELETE FROM sessions WHERE id = $1 AND project_id = $2", CHANGE.again), [
+    id,
+    projectId,
+  ]);
   return rowCount === 1;
 }

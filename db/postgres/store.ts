@@ -26,6 +26,7 @@ import { type EventPatcher, eventsPage, updateEvents, upsertAgent } from "./even
 import { GROUP_MAX_ROWS, PgGroupCommit } from "./group-commit.ts";
 import { keyQueries } from "./keys.ts";
 import { migrate, schemaVersion, versionOf } from "./migrate.ts";
+import { postgresProjector } from "./projector.ts";
 import {
   createSession,
   deleteBatch,
@@ -124,6 +125,8 @@ async function transaction<T>(pool: pg.Pool, run: (tx: pg.ClientBase) => Promise
 export async function openPostgresStore(options: PostgresOptions): Promise<PostgresStore> {
   const writers = newPool(options, Math.max(2, options.writers ?? 2), "writer");
   const readers = newPool(options, Math.max(1, options.readers ?? 4), "reader");
+  // The projector's connection (projector.ts: one batch at a time on a node).
+  const projecting = newPool(options, 1, "projector");
   try {
     const client = await writers.connect();
     try {
@@ -132,9 +135,9 @@ export async function openPostgresStore(options: PostgresOptions): Promise<Postg
       client.release();
     }
     const imported = options.prices === undefined ? await importedPrices(readers) : undefined;
-    return postgresStore(writers, readers, options, imported);
+    return postgresStore(writers, readers, projecting, options, imported);
   } catch (error) {
-    await Promise.all([writers.end(), readers.end()]).catch(() => undefined);
+    await Promise.all([writers.end(), readers.end(), projecting.end()]).catch(() => undefined);
     if (error instanceof SchemaMismatch) throw error;
     return rethrow(error);
   }
@@ -151,6 +154,7 @@ async function importedPrices(db: pg.Pool): Promise<ImportedPrices | undefined> 
 function postgresStore(
   writers: pg.Pool,
   readers: pg.Pool,
+  projecting: pg.Pool,
   options: PostgresOptions,
   importedAtOpen: ImportedPrices | undefined,
 ): PostgresStore {
@@ -160,8 +164,39 @@ function postgresStore(
     return table;
   };
   const apply: EventPatcher = options.patcher ?? ((stored, patch) => priceEvent(patchEvent(stored, patch), prices()));
-  const group = new PgGroupCommit(writers, Math.max(2, options.writers ?? 2));
+  const projector = postgresProjector(projecting, readers);
+  const group = new PgGroupCommit(writers, Math.max(2, options.writers ?? 2), () => projector.schedule());
   let closed = false;
+  /**
+   * A read that uses a projection reflects every write acknowledged before it started, on any
+   * node (decision 033): what is queued is projected first.
+   */
+  const current =
+    <A extends unknown[], R>(read: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      await projector.catchUp();
+      return read(...args);
+    };
+  /**
+   * A write whose answer or filter reads a projection (update_session's totals, a bulk delete's
+   * filter): caught up first, then queued, not caught up inside its transaction (a batch may wait
+   * for a row lock the write holds). Queued in the order made, and close() waits for them.
+   */
+  let arrivals: Promise<unknown> = Promise.resolve();
+  const writeCurrent = <T>(
+    rows: number,
+    keyId: string | undefined,
+    projectId: string,
+    run: (tx: pg.ClientBase) => Promise<T>,
+  ) => {
+    const caught = projector.catchUp();
+    let call: Promise<T> | undefined;
+    const queued = Promise.all([caught, arrivals]).then(() => {
+      call = group.write(rows, { keyId, projectId }, run);
+    });
+    arrivals = queued.catch(() => undefined);
+    return queued.then(() => call as Promise<T>);
+  };
 
   /** A write of a JWT (keyId) runs only when its key is live for the project (4.3, group-commit.ts). */
   const write = <T>(
@@ -210,10 +245,13 @@ function postgresStore(
         return row && recordOf(row);
       },
       updateSession: (projectId, id, changes, keyId) =>
-        write(1, keyId, projectId, (tx) => updateSessionRow(tx, projectId, id, changes)),
-      listSessions: (projectId, filter, after, limit, sort) =>
+        writeCurrent(1, keyId, projectId, (tx) => updateSessionRow(tx, projectId, id, changes)),
+      listSessions: current((projectId, filter, after, limit, sort) =>
         listSessions(readers, projectId, filter, after, limit, sort),
-      readSession: (projectId, sessionId, parts) => snapshot((tx) => readSession(tx, projectId, sessionId, parts)),
+      ),
+      readSession: current((projectId, sessionId, parts) =>
+        snapshot((tx) => readSession(tx, projectId, sessionId, parts)),
+      ),
       listEventsPage: (projectId, sessionId, page) =>
         inSession(readers, projectId, sessionId, (pk) => eventsPage(readers, pk, page), undefined),
       deleteSession: (projectId, sessionId) =>
@@ -222,13 +260,16 @@ function postgresStore(
       // transaction of its own (as on SQLite); a dry run reads one snapshot.
       deleteSessions: (projectId, filter, batch) =>
         batch.dryRun
-          ? snapshot((tx) => deleteBatch(tx, projectId, filter, batch))
-          : write(GROUP_MAX_ROWS, undefined, projectId, (tx) => deleteBatch(tx, projectId, filter, batch)),
+          ? current(() => snapshot((tx) => deleteBatch(tx, projectId, filter, batch)))()
+          : writeCurrent(GROUP_MAX_ROWS, undefined, projectId, (tx) => deleteBatch(tx, projectId, filter, batch)),
       // Deleted rows' space is reused by (auto)vacuum; nothing is given back to the file system here.
       reclaimSpace: async () => ({ freed: 0, left: 0 }),
-      analyticsSeries: (projectId, filter, ranges) => snapshot((tx) => analyticsSeries(tx, projectId, filter, ranges)),
-      analyticsBreakdown: (projectId, filter, request) =>
+      analyticsSeries: current((projectId, filter, ranges) =>
+        snapshot((tx) => analyticsSeries(tx, projectId, filter, ranges)),
+      ),
+      analyticsBreakdown: current((projectId, filter, request) =>
         snapshot((tx) => analyticsBreakdown(tx, projectId, filter, request)),
+      ),
 
       insertEvents: (projectId, sessionId, list: EventRecord[], keyId) =>
         group.events(projectId, sessionId, list.map(eventRow), keyId),
@@ -285,24 +326,27 @@ function postgresStore(
         await group.write(1, undefined, (tx) => keyQueries.heartbeat(tx, now));
         return version;
       },
-      // Until its projector (migration 010) lands, PostgreSQL's derived tables are still kept by
-      // the triggers of migrations 005, 008 and 009, in the writing transaction: always current.
-      async rebuildProjections() {},
-      async projectBatch() {
-        return 0;
-      },
+      rebuildProjections: () => projector.rebuild(),
+      projectBatch: () => projector.step(),
       async stats() {
-        const { rows } = closed
-          ? { rows: [] }
-          : await readers.query<{ bytes: number }>("SELECT pg_database_size(current_database()) AS bytes");
-        return { ...group.stats(), databaseBytes: rows[0]?.bytes ?? 0, walBytes: 0 };
+        if (closed) return { ...group.stats(), databaseBytes: 0, walBytes: 0 };
+        const { rows } = await readers.query<{ bytes: number }>("SELECT pg_database_size(current_database()) AS bytes");
+        return {
+          ...group.stats(),
+          databaseBytes: rows[0]?.bytes ?? 0,
+          walBytes: 0,
+          projection: await projector.stats(),
+        };
       },
       async close() {
         if (closed) return;
         closed = true;
         // What is queued is committed (or fails) before the connections close: no call is dropped.
+        // What is queued for the projector stays queued: the next read, on any node, projects it.
+        await arrivals;
         await group.drained();
-        await Promise.all([writers.end(), readers.end()]);
+        await projector.close();
+        await Promise.all([writers.end(), readers.end(), projecting.end()]);
       },
     } satisfies PostgresStore,
     () => closed,

@@ -28,8 +28,10 @@ import {
   type SessionRow,
   type StoredEvent,
 } from "../rows.ts";
-import { eventColumns, INSERT_EVENTS } from "./group-commit.ts";
+import { eventColumns, INSERT_QUEUED_EVENTS } from "./group-commit.ts";
+import { CHANGE } from "./projector.ts";
 import { searchWords } from "./search.ts";
+import { queued } from "./sessions.ts";
 
 type Tx = pg.ClientBase;
 
@@ -83,6 +85,7 @@ export async function attachRecords(tx: Tx, projectId: string, writes: SpanRecor
           json(event.extra),
           searchWords(body),
         ]);
+        await tx.query("INSERT INTO projection_queue (session_pk, kind) VALUES ($1, $2)", [pk, CHANGE.again]);
       }
     }
     outcomes.push(session.created ? "created" : "stored");
@@ -156,8 +159,11 @@ async function traceSession(
   write: SessionWrite,
 ): Promise<{ pk: number; created: boolean } | undefined> {
   const inserted = await tx.query<{ pk: number }>(
-    `INSERT INTO sessions (id, project_id, init_timestamp, init_us, extra, conversation_id)
-     VALUES ($1, $2, $3, $4, '{}', $5) ON CONFLICT (id) DO NOTHING RETURNING pk`,
+    queued(
+      `INSERT INTO sessions (id, project_id, init_timestamp, init_us, extra, conversation_id)
+       VALUES ($1, $2, $3, $4, '{}', $5) ON CONFLICT (id) DO NOTHING`,
+      CHANGE.row,
+    ),
     [write.session_id, projectId, write.init_timestamp, write.init_us, write.conversation_id],
   );
   const created = inserted.rowCount === 1;
@@ -168,11 +174,10 @@ async function traceSession(
   const row = rows[0];
   if (row === undefined || row.project_id !== projectId) return undefined;
   if (!created) {
-    await tx.query("UPDATE sessions SET init_timestamp = $2, init_us = $3 WHERE pk = $1 AND init_us > $3", [
-      row.pk,
-      write.init_timestamp,
-      write.init_us,
-    ]);
+    await tx.query(
+      queued("UPDATE sessions SET init_timestamp = $2, init_us = $3 WHERE pk = $1 AND init_us > $3", CHANGE.row),
+      [row.pk, write.init_timestamp, write.init_us],
+    );
     if (write.conversation_id !== null) {
       await tx.query("UPDATE sessions SET conversation_id = $2 WHERE pk = $1 AND conversation_id IS NULL", [
         row.pk,
@@ -184,9 +189,12 @@ async function traceSession(
   if (root && (row.root_rank === null || root.rank < row.root_rank)) {
     const { fields } = root;
     await tx.query(
-      `UPDATE sessions SET end_timestamp = $2, end_state = $3, end_state_reason = $4, tags = $5, host_env = $6,
-         extra = $7, conversation_id = coalesce($8, conversation_id), root_rank = $9
-       WHERE pk = $1`,
+      queued(
+        `UPDATE sessions SET end_timestamp = $2, end_state = $3, end_state_reason = $4, tags = $5, host_env = $6,
+           extra = $7, conversation_id = coalesce($8, conversation_id), root_rank = $9
+         WHERE pk = $1`,
+        CHANGE.row,
+      ),
       [
         row.pk,
         fields.end_timestamp,
@@ -243,7 +251,7 @@ async function insertSpans(tx: Tx, pk: number, given: EventRow[]) {
     if (!agents.has(id)) agents.set(id, agent); // an id sent twice: the first copy is the one stored
     rows.push({ pk, row });
   }
-  const { rows: inserted } = await tx.query<{ id: string }>(`${INSERT_EVENTS} RETURNING id`, eventColumns(rows));
+  const { rows: inserted } = await tx.query<{ id: string }>(INSERT_QUEUED_EVENTS, eventColumns(rows));
   const heirs = inserted.flatMap(({ id }) => {
     const agent = agents.get(id) ?? null;
     return agent === null ? [] : [{ id, agent }];

@@ -1,0 +1,400 @@
+/**
+ * The projector of a PostgreSQL database (docs/decisions/033-projections.md, its PostgreSQL part
+ * 033-projections-postgres.md): db/sqlite/projector.ts's batches over `pg`, with the same shares
+ * (db/projections/share.ts) and projections (db/projections/projections.ts). A write call stores
+ * its raw rows and rows of `projection_queue` (migration 010); the projector takes the queue in
+ * batches after the writes are committed and answered, on any node, one node at a time.
+ *
+ * - One at a time: a session-level advisory lock (PROJECTOR_LOCK) around each batch. Not a
+ *   transaction-level one: a REPEATABLE READ transaction's snapshot is taken by its first
+ *   statement, which would be the lock's own SELECT, taken before the wait; the batch would then
+ *   read the shares and rollups as they were before the batch it waited for.
+ * - One snapshot: a batch is one REPEATABLE READ transaction that reads the queue entries and the
+ *   raw rows in the same snapshot, takes ALL the visible entries of each session it touches and
+ *   deletes exactly those (by seq). A write that commits later is invisible to the batch, rows and
+ *   queue entries alike, and is the next batch's: nothing is skipped, nothing counted twice.
+ * - Reads that use a projection catch up first (`catchUp`): everything queued when the read
+ *   started, under the lock, however many nodes write. A node that writes schedules a batch after
+ *   its group commits; an idle node runs nothing.
+ */
+import { performance } from "node:perf_hooks";
+import { setTimeout as delay } from "node:timers/promises";
+import type pg from "pg";
+import { type Change, PROJECTIONS, type SessionTable, type SumTable, type Write } from "../projections/projections.ts";
+import { type EventFacts, fold, type SessionFacts, type Share, shareOf } from "../projections/share.ts";
+import type { StorageStats } from "../store.ts";
+import { isRetryable } from "./errors.ts";
+
+/** How a session changed: its row only; events added (their ids); anything (count it again). */
+export const CHANGE = { row: 0, added: 1, again: 2 } as const;
+const { added: ADDED, again: AGAIN } = CHANGE;
+
+/** The projector's advisory lock key; 0x61676d70 is "agmp" (migrations take "agmn"). */
+export const PROJECTOR_LOCK = 0x61676d70;
+/** Sessions per batch at most, and queue entries (a session's entries are never split across batches). */
+const BATCH_SESSIONS = 500;
+const BATCH_ENTRIES = 5_000;
+/** How long the projector lets writes gather after a group commit before it runs. */
+const DELAY_MS = 20;
+/** When another node holds the lock: this node looks again after this long, in case it stopped. */
+const BUSY_MS = 250;
+/** A batch is run this many times at most while it fails by a deadlock or serialization failure. */
+const RETRIES = 8;
+
+/** The session's end in microseconds, as migration 005's duration trigger read it. */
+const END_US = "(extract(epoch FROM end_timestamp::timestamptz) * 1000000)::int8";
+
+/**
+ * An event's facts (share.ts EventFacts): a tool's key and an error's trigger as migration 009
+ * made them (body's name, '=' before it, '' without; trigger_event_id, else the parent span).
+ */
+const FACTS = `e.session_pk, e.id, e.type, e.init_us, e.end_us, e.model, e.prompt_tokens AS prompt,
+  e.completion_tokens AS completion, e.cache_read_tokens AS cache_read, e.cache_creation_tokens AS cache_creation,
+  e.reasoning_tokens AS reasoning, e.cost,
+  CASE WHEN e.type = 'tool' THEN coalesce('=' || (e.body::json ->> 'name'), '') END AS tool,
+  CASE WHEN e.type = 'error' THEN coalesce(e.body::json ->> 'trigger_event_id', e.parent_id) END AS target`;
+
+type Facts = EventFacts & { session_pk: number };
+
+/** The facts of the events named by (session, id), by their primary key. */
+const byIds = async (db: pg.ClientBase, named: { pk: number; id: string }[]) =>
+  (
+    await db.query<Facts>(
+      `SELECT ${FACTS} FROM unnest($1::int8[], $2::text[]) AS a (session_pk, id)
+       JOIN events e ON e.session_pk = a.session_pk AND e.id = a.id COLLATE "C"`,
+      [named.map((n) => n.pk), named.map((n) => n.id)],
+    )
+  ).rows;
+
+interface Entry {
+  seq: number;
+  session_pk: number;
+  kind: number;
+  ids: string[] | null;
+}
+
+/** The PostgreSQL type of a projection table's column (every other one is a bigint). */
+const TYPES: Record<string, string> = {
+  project_id: "text",
+  dim: "text",
+  key: "text",
+  model: "text",
+  level: "int4",
+  bucket: "int4",
+  cost: "float8",
+};
+const typeOf = (column: string) => TYPES[column] ?? "int8";
+/** `unnest` of one array parameter per column, from $1 on. */
+const unnest = (columns: readonly string[]) =>
+  `unnest(${columns.map((c, i) => `$${i + 1}::${typeOf(c)}[]`).join(", ")}) AS u (${columns.join(", ")})`;
+/** Rows as one array per column. */
+const byColumn = (rows: unknown[][], width: number) =>
+  Array.from({ length: width }, (_, c) => rows.map((row) => row[c] ?? null));
+
+type ProjectorStats = NonNullable<StorageStats["projection"]>;
+
+/**
+ * `pool`: the projector's own connection (one is enough: this node projects one batch at a
+ * time); `readers`: where the queue's mark and figures are read, without waiting for a batch.
+ */
+export function postgresProjector(pool: pg.Pool, readers: pg.Pool) {
+  const figures = { batches: 0, longest: 0 };
+  let scheduled: NodeJS.Timeout | undefined;
+  let closed = false;
+  /** This node's projecting, one job at a time (a catch-up waits for a batch in progress). */
+  let turn: Promise<unknown> = Promise.resolve();
+  const exclusive = <T>(job: () => Promise<T>): Promise<T> => {
+    const run = turn.then(job, job);
+    turn = run.catch(() => undefined);
+    return run;
+  };
+
+  /**
+   * `work` on a connection holding the lock; with `wait` false, undefined when another node
+   * holds it. A connection that failed (the unlock among others) is closed, which frees the lock.
+   */
+  const locked = async <T>(wait: boolean, work: (db: pg.ClientBase) => Promise<T>): Promise<T | undefined> => {
+    const db = await pool.connect();
+    let broken: Error | undefined;
+    try {
+      if (wait) await db.query("SELECT pg_advisory_lock($1)", [PROJECTOR_LOCK]);
+      else {
+        const { rows } = await db.query<{ got: boolean }>("SELECT pg_try_advisory_lock($1) AS got", [PROJECTOR_LOCK]);
+        if (!rows[0]?.got) return undefined;
+      }
+      try {
+        return await work(db);
+      } finally {
+        await db.query("SELECT pg_advisory_unlock($1)", [PROJECTOR_LOCK]);
+      }
+    } catch (error) {
+      broken = error as Error;
+      throw error;
+    } finally {
+      db.release(broken);
+    }
+  };
+
+  /** One batch in its own transaction, run again after a deadlock; false when the queue was empty. */
+  const step = async (db: pg.ClientBase): Promise<boolean> => {
+    for (let attempt = 1; ; attempt++) {
+      const started = performance.now();
+      try {
+        await db.query("BEGIN ISOLATION LEVEL REPEATABLE READ");
+        const done = await batch(db);
+        await db.query("COMMIT");
+        if (!done) return false;
+        const seconds = (performance.now() - started) / 1000;
+        figures.batches++;
+        if (seconds > figures.longest) figures.longest = seconds;
+        return true;
+      } catch (error) {
+        await db.query("ROLLBACK").catch(() => undefined);
+        // A writer changed a session's row under the batch (its totals are on it): a new snapshot.
+        if (!isRetryable(error) || attempt >= RETRIES) throw error;
+        await delay(Math.random() * 5 * attempt);
+      }
+    }
+  };
+
+  /** The oldest sessions of the queue, with all their visible entries, projected in one snapshot. */
+  const batch = async (db: pg.ClientBase): Promise<boolean> => {
+    const { rows: head } = await db.query<{ session_pk: number }>(
+      `SELECT DISTINCT session_pk FROM (SELECT session_pk FROM projection_queue ORDER BY seq LIMIT $1) h LIMIT $2`,
+      [BATCH_ENTRIES, BATCH_SESSIONS],
+    );
+    if (head.length === 0) return false;
+    const pks = head.map((h) => h.session_pk).sort((a, b) => a - b);
+    const { rows: entries } = await db.query<Entry>(
+      "SELECT seq, session_pk, kind, ids FROM projection_queue WHERE session_pk = ANY($1::int8[])",
+      [pks],
+    );
+    const { rows: sessions } = await db.query<{
+      pk: number;
+      project: string;
+      init_us: number;
+      end_us: number | null;
+      failed: boolean;
+    }>(
+      `SELECT pk, project_id AS project, init_us, ${END_US} AS end_us, end_state IS NOT DISTINCT FROM 'Fail' AS failed
+       FROM sessions WHERE pk = ANY($1::int8[])`,
+      [pks],
+    );
+    const { rows: stored } = await db.query<{ session_pk: number; share: string }>(
+      "SELECT session_pk, share FROM session_shares WHERE session_pk = ANY($1::int8[])",
+      [pks],
+    );
+    const sessionFacts = new Map(sessions.map((s) => [s.pk, s]));
+    const shares = new Map(stored.map((s) => [s.session_pk, JSON.parse(s.share) as Share]));
+    const bySession = new Map<number, Entry[]>();
+    for (const entry of entries) {
+      const of = bySession.get(entry.session_pk);
+      if (of) of.push(entry);
+      else bySession.set(entry.session_pk, [entry]);
+    }
+    // Which sessions are counted again from all their rows, which fold the rows added.
+    const again = new Set<number>();
+    const added: { pk: number; id: string }[] = [];
+    for (const pk of pks) {
+      if (!sessionFacts.has(pk)) continue;
+      const mine = bySession.get(pk) ?? [];
+      if (!shares.has(pk) || mine.some((e) => e.kind === AGAIN)) again.add(pk);
+      else for (const e of mine) if (e.kind === ADDED) for (const id of e.ids ?? []) added.push({ pk, id });
+    }
+    const rows = new Map<number, EventFacts[]>();
+    const put = (list: Facts[]) => {
+      for (const row of list) {
+        const of = rows.get(row.session_pk);
+        if (of) of.push(row);
+        else rows.set(row.session_pk, [row]);
+      }
+    };
+    if (again.size > 0) {
+      put(
+        (await db.query<Facts>(`SELECT ${FACTS} FROM events e WHERE e.session_pk = ANY($1::int8[])`, [[...again]]))
+          .rows,
+      );
+    }
+    if (added.length > 0) put(await byIds(db, added));
+    // The stored triggers of the folded errors (fold's lookup is synchronous): one query for all.
+    const wanted: { pk: number; id: string }[] = [];
+    for (const pk of new Set(added.map((a) => a.pk))) {
+      const mine = rows.get(pk) ?? [];
+      const ids = new Set(mine.map((r) => r.id));
+      for (const r of mine)
+        if (r.type === "error" && r.target !== null && !ids.has(r.target)) wanted.push({ pk, id: r.target });
+    }
+    const triggers = new Map<string, EventFacts>();
+    if (wanted.length > 0) {
+      for (const row of await byIds(db, wanted)) triggers.set(`${row.session_pk}\u0000${row.id}`, row);
+    }
+
+    const changes: Change[] = [];
+    const kept: [number, string][] = [];
+    const dropped: number[] = [];
+    for (const pk of pks) {
+      const row = sessionFacts.get(pk);
+      const before = shares.get(pk);
+      let after: Share | undefined;
+      if (row !== undefined) {
+        const session: SessionFacts = {
+          project: row.project,
+          init_us: row.init_us,
+          end_us: row.end_us,
+          failed: row.failed,
+        };
+        const mine = rows.get(pk) ?? [];
+        if (before === undefined || again.has(pk)) after = shareOf(session, mine);
+        else {
+          after = fold(before, session, mine, (ids) => ids.flatMap((id) => triggers.get(`${pk}\u0000${id}`) ?? []));
+        }
+      }
+      if (after) kept.push([pk, JSON.stringify(after)]);
+      else if (before) dropped.push(pk);
+      if (before || after) changes.push({ pk, before, after });
+    }
+    if (kept.length > 0) {
+      await db.query(
+        `INSERT INTO session_shares (session_pk, share) SELECT * FROM unnest($1::int8[], $2::text[])
+         ON CONFLICT (session_pk) DO UPDATE SET share = excluded.share`,
+        byColumn(kept, 2),
+      );
+    }
+    if (dropped.length > 0) await db.query("DELETE FROM session_shares WHERE session_pk = ANY($1::int8[])", [dropped]);
+    for (const projection of PROJECTIONS) for (const write of projection.apply(changes)) await run(db, write);
+    await db.query("DELETE FROM projection_queue WHERE seq = ANY($1::int8[])", [entries.map((e) => e.seq)]);
+    return true;
+  };
+
+  const projector = {
+    /** One batch (`agentmon rebuild` shows its progress between them): the queue entries left. */
+    async step(): Promise<number> {
+      await exclusive(() => locked(true, step));
+      const { rows } = await readers.query<{ n: number }>("SELECT count(*) AS n FROM projection_queue");
+      return rows[0]?.n ?? 0;
+    },
+    /**
+     * Before a read that uses a projection: everything queued when it started (the writes
+     * acknowledged before it, on any node) is projected, by this node under the lock or by the
+     * node it waited for. Entries queued after are not waited for, so a read ends under ingest.
+     */
+    async catchUp(): Promise<void> {
+      const { rows } = await readers.query<{ mark: number | null }>("SELECT max(seq) AS mark FROM projection_queue");
+      const mark = rows[0]?.mark ?? null;
+      if (mark === null) return;
+      const left = async (db: pg.ClientBase) =>
+        ((await db.query("SELECT 1 FROM projection_queue WHERE seq <= $1 LIMIT 1", [mark])).rowCount ?? 0) > 0;
+      await exclusive(() =>
+        locked(true, async (db) => {
+          while ((await left(db)) && (await step(db))) {}
+        }),
+      );
+    },
+    /** After a group commit: a batch soon, so that writes gather into it; more while there are. */
+    schedule(after = DELAY_MS) {
+      if (scheduled !== undefined || closed) return;
+      scheduled = setTimeout(() => {
+        scheduled = undefined;
+        if (closed) return;
+        // One batch per turn, so that this node's catch-ups run in between.
+        exclusive(() => locked(false, step)).then(
+          (more) => {
+            if (more === undefined) projector.schedule(BUSY_MS);
+            else if (more) projector.schedule(0);
+          },
+          // A batch that failed (a lost connection) is tried again later; reads catch up meanwhile.
+          () => projector.schedule(BUSY_MS),
+        );
+      }, after);
+      scheduled.unref();
+    },
+    async stats(): Promise<ProjectorStats> {
+      const { rows } = await readers.query<{ n: number; lag: number | null }>(
+        `SELECT count(*) AS n, (extract(epoch FROM clock_timestamp()) * 1000 - min(at_ms)) / 1000 AS lag
+         FROM projection_queue`,
+      );
+      return {
+        backlog: rows[0]?.n ?? 0,
+        lagSeconds: Math.max(0, rows[0]?.lag ?? 0),
+        batches: figures.batches,
+        longestBatchSeconds: figures.longest,
+      };
+    },
+    /**
+     * `agentmon rebuild`: every projection emptied and every session queued to be counted again
+     * from its rows, in one transaction under the lock; batches then work the queue off (a crash
+     * meanwhile resumes where it was: the queue is durable).
+     */
+    rebuild: () =>
+      exclusive(() =>
+        locked(true, async (db) => {
+          await db.query("BEGIN");
+          try {
+            for (const projection of PROJECTIONS)
+              for (const table of projection.tables) await db.query(`DELETE FROM ${table}`);
+            await db.query("DELETE FROM session_shares");
+            await db.query(
+              `INSERT INTO projection_queue (session_pk, kind) SELECT pk, ${AGAIN} FROM sessions ORDER BY pk`,
+            );
+            await db.query("COMMIT");
+          } catch (error) {
+            await db.query("ROLLBACK").catch(() => undefined);
+            throw error;
+          }
+        }),
+      ),
+    /** Stops scheduling, and waits for a batch in progress. */
+    async close() {
+      closed = true;
+      if (scheduled !== undefined) clearTimeout(scheduled);
+      await turn;
+    },
+  };
+  return projector;
+}
+
+/** One projection's writes, as multi-row statements (unnest), in key order. */
+async function run(db: pg.ClientBase, write: Write) {
+  if (write.kind === "add") return add(db, write.table, write.rows);
+  if (write.kind === "replace") return replace(db, write.table, write.pks, write.rows);
+  const columns = ["pk", ...write.columns];
+  await db.query(
+    `UPDATE sessions s SET ${write.columns.map((c) => `${c} = u.${c}`).join(", ")}
+     FROM ${unnest(columns)} WHERE s.pk = u.pk`,
+    byColumn(write.rows, columns.length),
+  );
+}
+
+/** Signed sums added, the larger max kept; a row whose count falls to 0 removed. */
+async function add(db: pg.ClientBase, table: SumTable, rows: unknown[][]) {
+  const columns = [...table.keys, ...table.sums, ...(table.max ? [table.max] : [])];
+  const sums = table.sums.map((c) => `${c} = r.${c} + excluded.${c}`);
+  if (table.max) sums.push(`${table.max} = greatest(r.${table.max}, excluded.${table.max})`);
+  const keys = table.keys.join(", ");
+  await db.query(
+    `INSERT INTO ${table.name} AS r (${columns.join(", ")}) SELECT * FROM ${unnest(columns)} ORDER BY ${keys}
+     ON CONFLICT (${keys}) DO UPDATE SET ${sums.join(", ")}`,
+    byColumn(rows, columns.length),
+  );
+  // Only a row whose count went down can be empty now.
+  const count = table.keys.length + table.sums.indexOf(table.count);
+  const lower = rows.filter((row) => (row[count] as number) < 0);
+  if (lower.length === 0) return;
+  await db.query(
+    `DELETE FROM ${table.name} r USING ${unnest(table.keys)}
+     WHERE ${table.keys.map((k) => `r.${k} = u.${k}`).join(" AND ")} AND r.${table.count} = 0`,
+    byColumn(lower, table.keys.length),
+  );
+}
+
+/** The rows of the sessions `pks` replaced by `rows`. */
+async function replace(db: pg.ClientBase, table: SessionTable, pks: number[], rows: unknown[][]) {
+  await db.query(`DELETE FROM ${table.name} WHERE session_pk = ANY($1::int8[])`, [pks]);
+  if (rows.length === 0) return;
+  await db.query(
+    `INSERT INTO ${table.name} (${table.columns.join(", ")}) SELECT * FROM ${unnest(table.columns)}`,
+    byColumn(rows, table.columns.length),
+  );
+}
+
+export type PostgresProjector = ReturnType<typeof postgresProjector>;
