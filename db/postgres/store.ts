@@ -18,7 +18,7 @@ import { patchEvent } from "../../domain/records.ts";
 import { parseTimestamp, type Timestamp } from "../../domain/timestamps.ts";
 import type { EventRecord, ImportedPrices, UnpricedModel } from "../../domain/types.ts";
 import { SchemaMismatch, StorageFault } from "../errors.ts";
-import { eventRow } from "../rows.ts";
+import { eventRow, rowTotals } from "../rows.ts";
 import type { Store } from "../store.ts";
 import { analyticsBreakdown, analyticsSeries } from "./analytics.ts";
 import { rethrow } from "./errors.ts";
@@ -244,8 +244,22 @@ function postgresStore(
         const row = await sessionRow(readers, projectId, id);
         return row && recordOf(row);
       },
-      updateSession: (projectId, id, changes, keyId) =>
-        writeCurrent(1, keyId, projectId, (tx) => updateSessionRow(tx, projectId, id, changes)),
+      // Queued at once, as every write (concurrent updates commit in the order made); its answer's
+      // totals are read once the projector has caught up, so they count every event acknowledged
+      // before (decision 033).
+      async updateSession(projectId, id, changes, keyId) {
+        const updated = await write(1, keyId, projectId, (tx) => updateSessionRow(tx, projectId, id, changes));
+        if (updated === undefined || closed) return updated;
+        // The update is committed: its answer never fails for the catch-up (a stopping server,
+        // storage gone since), it then carries the totals its transaction read.
+        try {
+          await projector.catchUp();
+          const row = await sessionRow(readers, projectId, id);
+          return row ? { session: updated.session, totals: rowTotals(row) } : updated;
+        } catch {
+          return updated;
+        }
+      },
       listSessions: current((projectId, filter, after, limit, sort) =>
         listSessions(readers, projectId, filter, after, limit, sort),
       ),
