@@ -3,7 +3,10 @@
 // without resolving hundreds of package files one by one (issue 3, B4: both cost more than a
 // whole bare Fastify start). Everything is bundled but better-sqlite3 (a native addon), yaml
 // (needed only when the parsed spec below is stale), @grpc/grpc-js (loaded only for the OTLP/gRPC
-// port) and the OpenAPI meta-schema validator (see shims/). The parsed openapi.yaml is written beside it (lib/spec.ts). `npm install` builds it
+// port) and the OpenAPI meta-schema validator (see shims/). What the sources import with import()
+// is a chunk of its own (dist/chunk-*.mjs), loaded only then (docs/decisions/034-cold-start.md).
+// The parsed openapi.yaml is written beside it (lib/spec.ts), with fastify-openapi-glue's routes
+// for it (shims/openapi-glue-parser.js). `npm install` builds it
 // (the `prepare` script) and bin/agentmon.js rebuilds it whenever one of its inputs is newer.
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
