@@ -35,7 +35,7 @@ COPY prices/ prices/
 COPY services/ services/
 COPY ui/ ui/
 COPY app.ts server.ts openapi.yaml ./
-# dist/agentmon.mjs, dist/store-worker.mjs and dist/openapi.json (what `npm install` does in a clone).
+# dist/agentmon.mjs, dist/store-worker.mjs, their chunks and dist/openapi.json (what `npm install` does in a clone).
 RUN node bin/build.js
 
 FROM node:22-bookworm-slim

@@ -81,8 +81,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const inflight = new InflightBytes(options.inflightBytes ?? DEFAULT_INFLIGHT_BYTES);
   metrics.observeInflight(inflight);
   const { text: specText, spec: served } = loadSpec<Spec>();
-  // E1: the maximum batch is configurable; the served document (L3, and /docs) keeps saying the default.
-  const spec = options.maxEvents === undefined ? served : structuredClone(served);
+  // E1: the maximum batch is configurable; the served document (L3, and /docs) keeps saying the
+  // default. Copied only when it differs: the document as loaded has its routes parsed already
+  // (lib/spec.ts), a copy is parsed again.
+  const maxItems = served.components.schemas.CreateEventsRequest?.properties?.events?.maxItems;
+  const spec = options.maxEvents === undefined || options.maxEvents === maxItems ? served : structuredClone(served);
   const eventsSchema = spec.components.schemas.CreateEventsRequest?.properties?.events;
   if (eventsSchema && options.maxEvents !== undefined) eventsSchema.maxItems = options.maxEvents;
   const routes = routesOf(spec);

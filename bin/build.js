@@ -3,10 +3,14 @@
 // without resolving hundreds of package files one by one (issue 3, B4: both cost more than a
 // whole bare Fastify start). Everything is bundled but better-sqlite3 (a native addon), yaml
 // (needed only when the parsed spec below is stale), @grpc/grpc-js (loaded only for the OTLP/gRPC
-// port) and the OpenAPI meta-schema validator (see shims/). The parsed openapi.yaml is written beside it (lib/spec.ts). `npm install` builds it
+// port) and the OpenAPI meta-schema validator (see shims/). What the sources import with import()
+// is a chunk of its own (dist/chunk-*.mjs), loaded only then (docs/decisions/034-cold-start.md).
+// The parsed openapi.yaml is written beside it (lib/spec.ts), with fastify-openapi-glue's routes
+// for it (shims/openapi-glue-parser.js). `npm install` builds it
 // (the `prepare` script) and bin/agentmon.js rebuilds it whenever one of its inputs is newer.
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { isDeepStrictEqual } from "node:util";
 
 const ROOT = new URL("../", import.meta.url);
 export const OUT = new URL("dist/agentmon.mjs", ROOT);
@@ -28,6 +32,13 @@ export function isStale() {
 
 export async function build() {
   const esbuild = await import("esbuild");
+  // The chunks of an earlier build: their names carry a hash of their content, so new ones would
+  // pile up beside them.
+  if (existsSync(new URL("dist/", ROOT))) {
+    for (const name of readdirSync(new URL("dist/", ROOT))) {
+      if (name.startsWith("chunk-")) rmSync(new URL(`dist/${name}`, ROOT));
+    }
+  }
   const result = await esbuild.build({
     // The server, and the storage thread's worker (db/thread.ts), which must be a file of its own.
     entryPoints: {
@@ -45,6 +56,11 @@ export async function build() {
     external: ["better-sqlite3", "yaml", "@grpc/grpc-js"],
     outdir: new URL("dist/", ROOT).pathname,
     outExtension: { ".js": ".mjs" },
+    // What a dynamic import() loads (pg, Redis, the OTLP decoders, /docs...) is a chunk of its
+    // own, read and compiled only when first imported, not at every start (decision 034). Chunks
+    // sit beside the entry points: lib/paths.ts finds the repository root as "../" of its module.
+    splitting: true,
+    chunkNames: "chunk-[hash]",
     sourcemap: "linked",
     metafile: true,
     logLevel: "warning",
@@ -65,6 +81,17 @@ export async function build() {
         },
       },
       {
+        // fastify-openapi-glue's parser, with its answer for openapi.yaml kept by this build.
+        name: "openapi-glue-parser",
+        setup(b) {
+          b.onResolve({ filter: /^\.\/lib\/Parser\.js$/ }, (args) =>
+            /node_modules\/fastify-openapi-glue\/index\.js$/.test(args.importer)
+              ? { path: new URL("bin/shims/openapi-glue-parser.js", ROOT).pathname }
+              : undefined,
+          );
+        },
+      },
+      {
         name: "openapi-schema-validator-shim",
         setup(b) {
           b.onResolve({ filter: /^@seriousme\/openapi-schema-validator$/ }, () => ({
@@ -79,9 +106,31 @@ export async function build() {
   const { parse } = await import("yaml");
   const text = readFileSync(new URL("openapi.yaml", ROOT), "utf8");
   const sha256 = createHash("sha256").update(text).digest("hex");
-  writeFileSync(new URL("dist/openapi.json", ROOT), JSON.stringify({ sha256, spec: parse(text) }));
+  const spec = parse(text);
+  writeFileSync(new URL("dist/openapi.json", ROOT), JSON.stringify({ sha256, spec, glue: await glueRoutes(spec) }));
   const inputs = Object.keys(result.metafile.inputs).filter((path) => !path.startsWith("node_modules/"));
   writeFileSync(INPUTS, JSON.stringify([...inputs, "openapi.yaml", "package-lock.json"]));
+}
+
+/**
+ * What fastify-openapi-glue's parser (the real one, with the full validator) makes of `spec` with
+ * the options app.ts leaves at their defaults, for bin/shims/openapi-glue-parser.js; nothing when
+ * it cannot be made here or would not survive JSON (the bundle then parses at start, as before).
+ */
+async function glueRoutes(spec) {
+  const options = { addEmptySchema: false, addCookieSchema: false };
+  try {
+    const { Parser } = await import(new URL("node_modules/fastify-openapi-glue/lib/Parser.js", ROOT).href);
+    const parsed = await new Parser().parse(structuredClone(spec), options);
+    // Its one Set (the request media types) as a list; lib/spec.ts makes it a Set again.
+    const routes = { ...parsed, contentTypes: [...parsed.contentTypes] };
+    const again = JSON.parse(JSON.stringify(routes));
+    return isDeepStrictEqual({ ...again, contentTypes: new Set(again.contentTypes) }, parsed)
+      ? { options, routes }
+      : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 // `node bin/build.js`: the prepare script.

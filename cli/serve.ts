@@ -1,6 +1,5 @@
 /** `agentmon serve`: opens storage, builds the app, listens, and stops cleanly on a signal. */
 import type { FastifyInstance } from "fastify";
-import { buildApp } from "../app.ts";
 import { Conflict } from "../db/errors.ts";
 import type { Store } from "../db/store.ts";
 import { hashApiKey, newSecret } from "../domain/keys.ts";
@@ -91,6 +90,11 @@ export async function serve(config: Config, io: Output): Promise<number> {
   // A storage thread that stopped on its own leaves a server that can only answer 503: it exits
   // (status 1, once the requests in flight are answered) so that its supervisor restarts it.
   let storageFailed = (_error: Error) => {};
+  // The app's modules (Fastify, ajv, the handlers: most of what a start loads) are loaded while
+  // the storage thread opens the database, on the other core, rather than before it starts
+  // (B4, docs/decisions/034-cold-start.md). A start that fails before it needs them ignores them.
+  const appModule = import("../app.ts");
+  appModule.catch(() => undefined);
   const { store, pool } = await openServerStore(config, (error) => storageFailed(error));
   if (config.jwtSecret !== undefined && config.jwtSecret.length < 32) {
     io.err("agentmon: warning: AGENTMON_JWT_SECRET is shorter than 32 characters; use a longer random secret");
@@ -120,6 +124,7 @@ export async function serve(config: Config, io: Output): Promise<number> {
   let base = config.publicUrl;
   // One set of metrics, served by the app (with the token) and by the metrics port (without).
   const metrics = new Metrics(() => store.stats());
+  const { buildApp } = await appModule;
   const app = await buildApp({
     ...appOptions(config),
     prices,

@@ -4,7 +4,7 @@
  * failures become one line (ConfigError), never a stack trace.
  */
 import type pg from "pg";
-import { openPostgresStore, type PostgresStore } from "../db/postgres/store.ts";
+import type { PostgresStore } from "../db/postgres/store.ts";
 import { openDb } from "../db/sqlite/open.ts";
 import { sqliteStore } from "../db/sqlite/store.ts";
 import { openThreadedStore } from "../db/sqlite/thread.ts";
@@ -21,6 +21,9 @@ function cannotOpen(config: Config, error: unknown): ConfigError {
 
 async function openPostgres(config: Config, role: string, small: boolean): Promise<PostgresStore> {
   try {
+    // Loaded only now (docs/decisions/034-cold-start.md): pg alone cost a SQLite server's start
+    // about 35 ms, most of it Node's fetch, which pg asks for to tell whether it runs on Cloudflare.
+    const { openPostgresStore } = await import("../db/postgres/store.ts");
     return await openPostgresStore({
       url: config.databaseUrl as string,
       priceOverrides: config.prices,

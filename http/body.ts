@@ -11,7 +11,7 @@ import { PassThrough, pipeline, type Readable, Transform } from "node:stream";
 import { createGunzip, createInflate } from "node:zlib";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { payloadTooLarge, unsupportedMediaType } from "../domain/errors.ts";
-import { quoteBigIntegers } from "../ingest/otlp/decode.ts";
+import { quoteBigIntegers } from "../ingest/otlp/big-integers.ts";
 import type { InflightBytes } from "../services/inflight.ts";
 import { type Meter, meterBody, settleParsed, UNPARSED_COST } from "./inflight.ts";
 import { parseJsonBody, refuseNul } from "./json.ts";

@@ -1,29 +1,59 @@
 /**
- * GET /docs (openapi.yaml L4): the contract as a browsable API reference. @fastify/swagger, in
- * static mode, holds the very document GET /v2/openapi.yaml serves (L3), and @fastify/swagger-ui
- * serves Swagger UI's page and files from its own package: nothing is fetched from another host,
- * so the reference works offline. Its routes are the plugin's, not operations of openapi.yaml
- * (decision 013): /docs (and /docs/), /docs/static/*, and /docs/json and /docs/yaml, the document
- * as the page reads it. Every answer under /docs carries the UI's security headers, with the
- * reference's own CSP (ui/assets.ts). Errors (an unknown file is a 404) are G2 answers like any.
+ * GET /docs (openapi.yaml L4): the contract as a browsable API reference (http/reference.ts).
+ * Its plugins (@fastify/swagger, @fastify/swagger-ui, @fastify/static and theirs) are loaded and
+ * registered only when the first request under /docs comes, in an app of their own: at every
+ * start they cost about a tenth of a cold start (B4, docs/decisions/034-cold-start.md), and most
+ * servers never serve the reference. Each request under /docs is passed to that app and its
+ * answer sent as this app's, so that every answer under /docs goes through this app's hooks (the
+ * UI's security headers, with the reference's own CSP: ui/assets.ts; the request log and metrics),
+ * and its failures are G2 answers like any: a file it does not have is this app's 404, an error
+ * this app's error handler's.
  */
-import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
-import fastifySwagger from "@fastify/swagger";
-import fastifySwaggerUi from "@fastify/swagger-ui";
-import type { FastifyInstance } from "fastify";
-import { DOCS_CONTENT_SECURITY_POLICY, docsTheme, UI_HEADERS } from "../ui/assets.ts";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { DOCS_CONTENT_SECURITY_POLICY, UI_HEADERS } from "../ui/assets.ts";
 
 export const DOCS_PREFIX = "/docs";
 
-/**
- * Swagger UI's files, from the package (not from the bundle: bin/build.js bundles the plugin's
- * code, whose own way to find them, `__dirname`, means nothing in dist/agentmon.mjs).
- */
-const swaggerUiFiles = () =>
-  join(dirname(createRequire(import.meta.url).resolve("@fastify/swagger-ui/package.json")), "static");
+/** The request header that names a passed request, so that its failure finds its way back. */
+const CALL = "x-agentmon-docs-call";
+
+/** Headers of the connection, not of the answer: this app sets its own. */
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "content-length", "date"]);
 
 export async function docs(app: FastifyInstance, document: Record<string, unknown>) {
+  const failures = new Map<string, Error>();
+  let calls = 0;
+  let reference: Promise<FastifyInstance> | undefined;
+  const load = () => {
+    reference ??= import("./reference.ts").then(({ referenceApp }) =>
+      referenceApp(DOCS_PREFIX, document, (req, error) => failures.set(String(req.headers[CALL]), error)),
+    );
+    // A failed load is tried again by the next request.
+    reference.catch(() => {
+      reference = undefined;
+    });
+    return reference;
+  };
+
+  const pass = async (req: FastifyRequest, reply: FastifyReply) => {
+    const referenceApp = await load();
+    const call = String(++calls);
+    const { [CALL]: _, ...headers } = req.headers;
+    const res = await referenceApp.inject({
+      method: req.method as "GET" | "HEAD",
+      url: req.url,
+      headers: { ...headers, [CALL]: call },
+    });
+    const failure = failures.get(call);
+    failures.delete(call);
+    if (failure) throw failure;
+    if (res.statusCode === 404) return reply.callNotFound();
+    for (const [name, value] of Object.entries(res.headers)) {
+      if (value !== undefined && !HOP_BY_HOP.has(name)) reply.header(name, value);
+    }
+    return reply.code(res.statusCode).send(req.method === "HEAD" ? undefined : res.rawPayload);
+  };
+
   await app.register(async (scope) => {
     scope.addHook("onSend", async (_req, reply, payload) => {
       reply.headers({
@@ -33,43 +63,8 @@ export async function docs(app: FastifyInstance, document: Record<string, unknow
       });
       return payload;
     });
-    scope.addHook("onRoute", (route) => {
-      // With baseDir the plugin also serves its folder's files at /docs/<name>, beside
-      // /docs/static/<name>; the package's own index.html there would load files from the wrong
-      // place. One place for them is enough: that catch-all answers 404.
-      if (route.url === `${DOCS_PREFIX}/*`) route.handler = (_req, reply) => reply.callNotFound();
-      // A folder of /docs/static/ would answer that index.html too: files only.
-      if (route.url === `${DOCS_PREFIX}/static/*`) {
-        const serve = route.handler;
-        route.handler = function (this: FastifyInstance, req, reply) {
-          const file = (req.params as { "*"?: string })["*"] ?? "";
-          return file === "" || file.endsWith("/") ? reply.callNotFound() : serve.call(this, req, reply);
-        };
-      }
-    });
-    await scope.register(fastifySwagger, { mode: "static", specification: { document: document as never } });
-    const theme = docsTheme();
-    await scope.register(fastifySwaggerUi, {
-      routePrefix: DOCS_PREFIX,
-      baseDir: swaggerUiFiles(),
-      theme,
-      // Shown only by Swagger UI's standalone layout, which this page does not use; given, so
-      // that the plugin does not read its own logo through `__dirname` either.
-      logo: { type: "image/svg+xml", content: theme.favicon[0]?.content ?? "", href: "/" },
-      // Swagger UI would otherwise send the whole document to validator.swagger.io.
-      validatorUrl: false,
-      uiConfig: {
-        // The base layout: no top bar with an address box for loading other documents (ui/docs.js
-        // puts the UI's own top bar there).
-        layout: "BaseLayout",
-        deepLinking: true,
-        docExpansion: "list",
-        defaultModelsExpandDepth: 0,
-        tryItOutEnabled: false,
-      },
-      // "Try it out" calls the server that serves the page, whatever address it listens on.
-      transformSpecificationClone: false,
-      transformSpecification: (spec) => ({ ...spec, servers: [{ url: "/", description: "This agentmon server" }] }),
-    });
+    // The reference's paths (http/reference.ts): the page, with and without its slash, and
+    // everything below; HEAD too, as Fastify adds it to every GET.
+    for (const url of [DOCS_PREFIX, `${DOCS_PREFIX}/`, `${DOCS_PREFIX}/*`]) scope.get(url, pass);
   });
 }

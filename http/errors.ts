@@ -187,7 +187,7 @@ export function errorAnswers(app: FastifyInstance, { bodyLimit, routes, review }
     if (review) error = await review(req, error);
     if (error.statusCode === 500 || error.statusCode === 503) req.log.error({ err }, "request failed");
     if (otlpRoute(req) === undefined) sendError(reply, error);
-    else sendOtlpError(req, reply, error);
+    else await sendOtlpError(req, reply, error);
   });
   app.setNotFoundHandler((req, reply) => {
     const path = req.url.split("?")[0] ?? "";

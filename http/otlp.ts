@@ -7,7 +7,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { type ApiError, unsupportedMediaType } from "../domain/errors.ts";
-import { encodeLogsResponse, encodeMetricsResponse, encodeStatus, encodeTraceResponse } from "../ingest/otlp/decode.ts";
+import { type OtlpBinary, otlpBinary } from "../ingest/otlp/binary.ts";
 
 /** What an OTLP route's handler gets as its body: bytes of protobuf, or parsed OTLP/JSON. */
 export type OtlpBody = Uint8Array | Record<string, unknown>;
@@ -29,13 +29,13 @@ interface PartialSuccess {
 }
 
 /** A handler's JSON answer (OTLP/JSON) as the protobuf message of its route. */
-function protobufAnswer(kind: string, answer: { partialSuccess?: PartialSuccess }): Uint8Array {
+function protobufAnswer(binary: OtlpBinary, kind: string, answer: { partialSuccess?: PartialSuccess }): Uint8Array {
   const partial = answer.partialSuccess;
   const rejected = Number(partial?.rejectedSpans ?? partial?.rejectedLogRecords ?? 0);
   const detail = partial ? { rejected, message: partial.errorMessage } : undefined;
-  if (kind === "traces") return encodeTraceResponse(detail);
-  if (kind === "logs") return encodeLogsResponse(detail);
-  return encodeMetricsResponse();
+  if (kind === "traces") return binary.encodeTraceResponse(detail);
+  if (kind === "logs") return binary.encodeLogsResponse(detail);
+  return binary.encodeMetricsResponse();
 }
 
 /**
@@ -51,7 +51,10 @@ export function otlpRoutes(app: FastifyInstance, bodyLimit: number) {
     route.bodyLimit = bodyLimit;
     const answerInKind = async (req: FastifyRequest, reply: FastifyReply) => {
       if (isProtobuf(req)) {
-        reply.type(PROTOBUF).serializer((answer) => Buffer.from(protobufAnswer(kind, answer as object)) as never);
+        const binary = await otlpBinary();
+        reply
+          .type(PROTOBUF)
+          .serializer((answer) => Buffer.from(protobufAnswer(binary, kind, answer as object)) as never);
       } else {
         reply.type("application/json; charset=utf-8").serializer((answer) => JSON.stringify(answer));
       }
@@ -80,7 +83,7 @@ export const GRPC_CODES: Record<number, number> = {
  * otherwise and whenever the media type itself was refused (415). The status and headers
  * (Retry-After) are the same as any route's.
  */
-export function sendOtlpError(req: FastifyRequest, reply: FastifyReply, error: ApiError) {
+export async function sendOtlpError(req: FastifyRequest, reply: FastifyReply, error: ApiError) {
   failures.set(req.raw, error);
   const code = GRPC_CODES[error.statusCode] ?? 13; // INTERNAL
   // A refused media type gets the OTLP advice, not the JSON-only advice of the other routes.
@@ -90,7 +93,8 @@ export function sendOtlpError(req: FastifyRequest, reply: FastifyReply, error: A
       : error.body.message;
   reply.code(error.statusCode).headers(error.headers);
   if (isProtobuf(req) && error.statusCode !== 415) {
-    return reply.type(PROTOBUF).send(Buffer.from(encodeStatus(code, message)));
+    const binary = await otlpBinary();
+    return reply.type(PROTOBUF).send(Buffer.from(binary.encodeStatus(code, message)));
   }
   return reply.type("application/json; charset=utf-8").send({ code, message });
 }

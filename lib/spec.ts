@@ -3,7 +3,9 @@
  * Parsing 2 000 lines of YAML is a good part of a cold start, so `npm install` (bin/build.js)
  * also writes the parsed document to dist/openapi.json with the SHA-256 of the YAML it came
  * from; the cache is used only when that hash matches the file read now, so an edited spec is
- * never served stale.
+ * never served stale. Beside it, the routes fastify-openapi-glue makes of the document (its
+ * parser's answer, for the plugin's default options), handed to the bundle's stand-in for that
+ * parser (bin/shims/openapi-glue-parser.js; docs/decisions/034-cold-start.md).
  */
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -15,11 +17,36 @@ export const SPEC_CACHE = fromRoot("dist/openapi.json");
 
 export const specHash = (text: string) => createHash("sha256").update(text).digest("hex");
 
+/** The glue parser's answer for a document loaded from the cache, by the document object itself. */
+const routesOf = new WeakMap<object, { options: unknown; routes: unknown }>();
+
+/** The routes the build parsed from `spec`, when `spec` is the cached document and `options` the build's. */
+export function parsedRoutes(spec: object, options: Record<string, unknown>): unknown {
+  const parsed = routesOf.get(spec);
+  if (parsed === undefined) return undefined;
+  // Used once: the plugin may change what it was given, and the next app loads the cache again.
+  routesOf.delete(spec);
+  return JSON.stringify(parsed.options) ===
+    JSON.stringify({ addEmptySchema: false, addCookieSchema: false, ...options })
+    ? {
+        ...(parsed.routes as object),
+        contentTypes: new Set((parsed.routes as { contentTypes: string[] }).contentTypes),
+      }
+    : undefined;
+}
+
 export function loadSpec<T>(): { text: string; spec: T } {
   const text = readFileSync(SPEC_PATH, "utf8");
   try {
-    const cached = JSON.parse(readFileSync(SPEC_CACHE, "utf8")) as { sha256: string; spec: T };
-    if (cached.sha256 === specHash(text)) return { text, spec: cached.spec };
+    const cached = JSON.parse(readFileSync(SPEC_CACHE, "utf8")) as {
+      sha256: string;
+      spec: T;
+      glue?: { options: unknown; routes: unknown };
+    };
+    if (cached.sha256 === specHash(text)) {
+      if (cached.glue !== undefined) routesOf.set(cached.spec as object, cached.glue);
+      return { text, spec: cached.spec };
+    }
   } catch {
     // no cache yet: parse the YAML
   }

@@ -6,6 +6,11 @@
  *   and imports nothing from the server's tree;
  * - generated/otlp.js and generated/otlp.d.ts from the .proto files under proto/ (the OTLP subset),
  *   with protobufjs-cli's pbjs: a static ESM module, decode and encode only.
+ * - db/sqlite/schema.sql and db/postgres/schema.sql, each engine's current schema as one file, from
+ *   its numbered migrations (scripts/schema.ts; docs/decisions/034-cold-start.md). The SQLite file
+ *   is made again and compared whole; the PostgreSQL one needs a server and pg_dump to make, so
+ *   `--check` compares its header, the SHA-256 of the migrations, and test/db/schema.test.ts
+ *   holds its content to the migrations' schema.
  * `--check` compares instead of writing and exits 1 on a difference; `npm test` runs it.
  */
 import { createHash } from "node:crypto";
@@ -15,6 +20,7 @@ import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import openapiTS, { astToString, COMMENT_HEADER } from "openapi-typescript";
 import { pbjs } from "protobufjs-cli";
+import { POSTGRES_ADMIN_URL, postgresSchema, SCHEMA_TARGET, schemaHeader, sqliteSchema } from "./schema.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const PROTO = join(ROOT, "proto");
@@ -24,6 +30,8 @@ interface Output {
   target: string;
   text: string;
   source: string;
+  /** Compare only the start of the file (the header with its source's hash), not the whole text. */
+  headerOnly?: boolean;
 }
 
 async function apiOutputs(): Promise<Output[]> {
@@ -80,16 +88,43 @@ async function otlpOutputs(): Promise<Output[]> {
   }
 }
 
-const outputs = [...(await apiOutputs()), ...(await otlpOutputs())];
+const check = process.argv.includes("--check");
 
-if (process.argv.includes("--check")) {
+async function schemaOutputs(): Promise<Output[]> {
+  const sqlite: Output = { target: SCHEMA_TARGET.sqlite, text: sqliteSchema(), source: "db/sqlite/migrations/" };
+  const header = schemaHeader("postgres");
+  const source = "db/postgres/migrations/";
+  if (check) return [sqlite, { target: SCHEMA_TARGET.postgres, text: header, source, headerOnly: true }];
+  try {
+    return [sqlite, { target: SCHEMA_TARGET.postgres, text: await postgresSchema(), source }];
+  } catch (error) {
+    // Without a server the file can stay only if its migrations have not changed.
+    let current = "";
+    try {
+      current = readFileSync(join(ROOT, SCHEMA_TARGET.postgres), "utf8");
+    } catch {}
+    if (current.startsWith(header)) {
+      console.log(
+        `${SCHEMA_TARGET.postgres} kept: current, and PostgreSQL at ${new URL(POSTGRES_ADMIN_URL).host} cannot make it again (${(error as Error).message})`,
+      );
+      return [sqlite];
+    }
+    throw new Error(
+      `${SCHEMA_TARGET.postgres} is stale and cannot be made again: it needs PostgreSQL (AGENTMON_TEST_DATABASE_URL, else ${new URL(POSTGRES_ADMIN_URL).host}) and its pg_dump: ${(error as Error).message}`,
+    );
+  }
+}
+
+const outputs = [...(await apiOutputs()), ...(await otlpOutputs()), ...(await schemaOutputs())];
+
+if (check) {
   let stale = false;
-  for (const { target, text, source } of outputs) {
+  for (const { target, text, source, headerOnly } of outputs) {
     let current = "";
     try {
       current = readFileSync(join(ROOT, target), "utf8");
     } catch {}
-    if (current === text) {
+    if (headerOnly ? current.startsWith(text) : current === text) {
       console.log(`${target} is current (${source})`);
     } else {
       console.error(`${target} is stale: its source changed since it was generated. Run \`npm run generate\`.`);

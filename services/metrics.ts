@@ -59,10 +59,10 @@ const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.
 /** How long a scrape waits for the store's figures before it answers without them (agentmon_storage_up 0). */
 const STATS_WAIT_MS = 3000;
 
-type PromClient = typeof import("prom-client");
+type PromClient = typeof import("./prom-client.ts");
 let promClient: Promise<PromClient> | undefined;
 const loadPromClient = () => {
-  promClient ??= import("prom-client");
+  promClient ??= import("./prom-client.ts");
   return promClient;
 };
 

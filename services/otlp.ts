@@ -7,7 +7,9 @@ import { ApiError, conflict, sessionNotFound } from "../domain/errors.ts";
 import { priceEvent } from "../domain/prices.ts";
 import { timestampFromMillis } from "../domain/timestamps.ts";
 import type { OtlpClaims, SpanEventRecord } from "../domain/types.ts";
-import { decodeLogs, decodeTraces, OtlpDecodeError, readLogsJson, readTracesJson } from "../ingest/otlp/decode.ts";
+import { otlpBinary } from "../ingest/otlp/binary.ts";
+import { OtlpDecodeError } from "../ingest/otlp/errors.ts";
+import { readLogsJson, readTracesJson } from "../ingest/otlp/json.ts";
 import { mapLogRecords } from "../ingest/otlp/logs.ts";
 import { mapTraces, toOtlp, traceIdToSessionId } from "../ingest/otlp/map.ts";
 import { nulInLogs, nulInTraces } from "../ingest/otlp/nul.ts";
@@ -44,9 +46,10 @@ function refuseNul(place: string | undefined) {
 }
 
 /** The request's traces: protobuf bytes, or OTLP/JSON already parsed (http/body.ts). */
-export function readTraces(body: unknown): TraceRequest {
+export async function readTraces(body: unknown): Promise<TraceRequest> {
+  const binary = body instanceof Uint8Array ? await otlpBinary() : undefined;
   const request = decoded(
-    () => (body instanceof Uint8Array ? decodeTraces(body) : readTracesJson(body)),
+    () => (binary && body instanceof Uint8Array ? binary.decodeTraces(body) : readTracesJson(body)),
     "ExportTraceServiceRequest",
   );
   refuseNul(nulInTraces(request));
@@ -73,7 +76,7 @@ export interface ExportAnswer {
  * were refused (T9: one by one, or the whole trace when it is another project's session).
  */
 export async function exportTraces(context: Context, claims: OtlpClaims, body: unknown): Promise<ExportAnswer> {
-  const checked = acceptSpans(readTraces(body));
+  const checked = acceptSpans(await readTraces(body));
   const writes = mapTraces(checked.request);
   for (const write of writes) {
     write.events = write.events.map((event) => priceEvent(event, context.prices) as SpanEventRecord);
@@ -138,8 +141,9 @@ export const sessionOfTrace = (traceId: string) => traceIdToSessionId(traceId.to
  * whose trace is another project's session is refused alone.
  */
 export async function exportLogs(context: Context, claims: OtlpClaims, body: unknown): Promise<LogsAnswer> {
+  const binary = body instanceof Uint8Array ? await otlpBinary() : undefined;
   const request = decoded(
-    () => (body instanceof Uint8Array ? decodeLogs(body) : readLogsJson(body)),
+    () => (binary && body instanceof Uint8Array ? binary.decodeLogs(body) : readLogsJson(body)),
     "ExportLogsServiceRequest",
   );
   refuseNul(nulInLogs(request));

@@ -54,11 +54,13 @@ export function postgresUnavailable(): Promise<string | undefined> {
 /** True when the PostgreSQL tests must run (CI): a server that is down fails them rather than skipping. */
 export const postgresRequired = () => process.env.AGENTMON_REQUIRE_POSTGRES === "1";
 
-/** The template's name: a hash of the migrations, so a changed migration gets a new template. */
+/** The template's name: a hash of the migrations and the schema file, so a changed one gets a new template. */
 function templateName(): string {
   const folder = fromRoot("db/postgres/migrations/");
   const hash = createHash("sha256");
   for (const name of readdirSync(folder).sort()) hash.update(name).update(readFileSync(new URL(name, folder)));
+  // A new database is made from the schema file (docs/decisions/034-cold-start.md).
+  hash.update(readFileSync(fromRoot("db/postgres/schema.sql")));
   return `agentmon_template_${hash.digest("hex").slice(0, 16)}`;
 }
 

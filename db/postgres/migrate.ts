@@ -3,15 +3,18 @@
  * Every node runs this at start, so several may run it at once: it takes a transaction-level
  * advisory lock first, so one node migrates and the others wait, then find the work done. The
  * pending files and the new version commit together, or none of them does. A database newer
- * than this code is refused, never downgraded.
+ * than this code is refused, never downgraded. A fresh database (version 0) is made from
+ * `schema.sql`, the migrations' result as one file, in one step, under the same lock and in the
+ * same transaction (docs/decisions/034-cold-start.md).
  */
 import { readFileSync } from "node:fs";
 import type pg from "pg";
 import { fromRoot } from "../../lib/paths.ts";
 import { SchemaMismatch } from "../errors.ts";
-import { migrationFiles as sharedMigrationFiles } from "../migrations.ts";
+import { currentSchema, migrationFiles as sharedMigrationFiles } from "../migrations.ts";
 
 const MIGRATIONS = fromRoot("db/postgres/migrations/");
+const SCHEMA = fromRoot("db/postgres/schema.sql");
 
 /** The advisory lock key of migrations: any bigint of our own; 0x61676d6e is "agmn". */
 const MIGRATION_LOCK = 0x61676d6e;
@@ -46,7 +49,9 @@ export async function migrate(client: pg.ClientBase): Promise<number> {
     );
     const current = await versionOf(client);
     if (current > files.length) throw new SchemaMismatch(current, files.length);
-    for (const name of files.slice(current)) await client.query(readFileSync(new URL(name, MIGRATIONS), "utf8"));
+    const schema = current === 0 ? currentSchema(SCHEMA, files.length) : undefined;
+    if (schema !== undefined) await client.query(schema);
+    else for (const name of files.slice(current)) await client.query(readFileSync(new URL(name, MIGRATIONS), "utf8"));
     if (current < files.length) await client.query("UPDATE agentmon_schema SET version = $1", [files.length]);
     await client.query("COMMIT");
     return files.length;
