@@ -7,6 +7,7 @@
  * every projection equal to a rebuild from raw rows after every kind of write.
  */
 import { histogramBucket } from "../../domain/analytics.ts";
+import { TOTALS_COLUMNS } from "../rows.ts";
 import { type Bucket, durationOf, type GroupSums, SEP, type Share } from "./share.ts";
 
 /** A session in a batch: its share as projected so far (none: new) and now (none: deleted). */
@@ -142,23 +143,8 @@ export const totals: Projection = {
   },
 };
 
-/** The session columns `totals` sets, in its rows' order. */
-export const TOTALS = [
-  "event_count",
-  "llm_count",
-  "tool_count",
-  "action_count",
-  "error_count",
-  "prompt_tokens",
-  "completion_tokens",
-  "cache_read_tokens",
-  "cache_creation_tokens",
-  "reasoning_tokens",
-  "cost",
-  "first_us",
-  "last_us",
-  "duration_us",
-] as const;
+/** The session columns `totals` sets, in its rows' order: those db/rows.ts reads. */
+export const TOTALS = TOTALS_COLUMNS;
 
 const SUMS = ["sessions", "failures", "events", "error_events", "prompt_tokens", "completion_tokens", "cost"];
 
