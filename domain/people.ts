@@ -8,19 +8,25 @@ import { createHash, randomBytes } from "node:crypto";
 /** A person's role in one project, weakest first: each may do what the ones before it may. */
 export const ROLES = ["viewer", "annotator", "editor", "admin"] as const;
 export type Role = (typeof ROLES)[number];
-/** What an operation needs (openapi.yaml `x-agentmon-role`): a project role, the instance owner, or no person at all. */
-export type RoleNeed = Role | "owner" | "none";
-export const ROLE_NEEDS: readonly RoleNeed[] = [...ROLES, "owner", "none"];
+/**
+ * What an operation needs of a person (openapi.yaml `x-agentmon-role`): a role in the project it
+ * acts in, the instance owner, any signed-in person (`person`: their own account), or no person
+ * at all (`none`: a person's browser session is not a credential there).
+ */
+export type RoleNeed = Role | "owner" | "person" | "none";
+export const ROLE_NEEDS: readonly RoleNeed[] = [...ROLES, "owner", "person", "none"];
+export const isProjectRole = (needs: RoleNeed): needs is Role => isRole(needs);
 
 export const isRole = (value: unknown): value is Role => (ROLES as readonly unknown[]).includes(value);
 
 /**
  * Whether a person with `role` in the project (undefined: not a member), or the owner, may do
- * what `needs` names. The owner may do everything, in every project.
+ * what `needs` names. The owner may do everything a person may, in every project.
  */
 export function mayAct(needs: RoleNeed, role: Role | undefined, owner: boolean): boolean {
-  if (owner) return true;
-  if (needs === "owner" || needs === "none" || role === undefined) return false;
+  if (needs === "none") return false;
+  if (owner || needs === "person") return true;
+  if (needs === "owner" || role === undefined) return false;
   return ROLES.indexOf(role) >= ROLES.indexOf(needs);
 }
 
@@ -76,6 +82,16 @@ export interface MemberRecord {
   created_at: string;
 }
 
+/** A signed-in person, as the browser-session check (http/people.ts) leaves them on the request. */
+export interface Person {
+  user: UserRecord;
+  /** The session id's hash (the row's key; the CSRF token is bound to it). */
+  sessionHash: string;
+  /** The project the request acts in, and the person's role there (undefined: the owner, no member). */
+  project?: { id: string; name: string };
+  role?: Role | undefined;
+}
+
 export interface BrowserSessionRecord {
   id_hash: string;
   user_id: string;
@@ -129,3 +145,21 @@ export const hashToken = (token: string) => createHash("sha256").update(token).d
 export const normalEmail = (email: string) => email.trim().toLowerCase();
 /** A plausible address: something@something, no spaces, at most 254 characters. */
 export const isEmailShape = (email: string) => email.length <= 254 && /^[^\s@]+@[^\s@]+$/.test(email);
+
+/** A person as the API shows them (no password hash). */
+export const userView = (user: UserRecord) => ({
+  id: user.id,
+  email: user.email,
+  name: user.name,
+  owner: user.owner,
+  created_at: user.created_at,
+  disabled_at: user.disabled_at,
+});
+
+/** A signed-in person as logIn, signUp and getMe answer them. */
+export const personView = (user: UserRecord, memberships: MemberRecord[], csrf: string) => ({
+  status: "success" as const,
+  user: userView(user),
+  memberships: memberships.map((m) => ({ project: m.project_name, role: m.role })),
+  csrf_token: csrf,
+});

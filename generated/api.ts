@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 0de0871f2963f9c3af1d6eec8e4d9ff3d477454769273d9315ea234e9b1e9d0f. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 9febfe762a31c4ec20790f5efc2905d13f641a64996cf2571205dc217c3b4902. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -1174,10 +1174,266 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/auth/login": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign in with an email and a password
+         * @description **People** (decision 035). Checks the password (argon2id) and opens a browser session: the
+         *     answer sets the `agentmon_session` cookie and carries the CSRF token every state-changing
+         *     request made with the cookie must send as `X-CSRF-Token`. A session id sent before is never
+         *     kept (no session fixation). Failed sign-ins are counted per account and per client address
+         *     (`AGENTMON_LOGIN_FAIL_LIMIT` in `AGENTMON_LOGIN_FAIL_WINDOW` seconds, shared by every node as
+         *     the API-key limits are): past either, `429` with `Retry-After`.
+         */
+        post: operations["logIn"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/auth/signup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make an account through a one-time link
+         * @description **People.** The token of an owner link (printed by the first start) or of an invitation (made
+         *     by a project admin); each link works once, for 7 days, and an invitation only for the address
+         *     it names. Signs the new person in, as logIn does.
+         */
+        post: operations["signUp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/auth/reset_password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Set a password through a reset link
+         * @description **People.** The token of a reset link an owner made (`agentmon users reset-link`, or
+         *     `POST /v2/people/{user_id}/reset_link`); it works once, for a day. Every browser session of
+         *     the person ends.
+         */
+        post: operations["resetPassword"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/auth/logout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * End this browser session
+         * @description **People.** Removes the session's row: the cookie is refused from then on, on every node.
+         */
+        post: operations["logOut"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/auth/logout_everywhere": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * End every browser session of this person
+         * @description **People.** Removes every session of the signed-in person, this one included.
+         */
+        post: operations["logOutEverywhere"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/auth/me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The signed-in person
+         * @description **People.** The person, their projects and roles, and a CSRF token for this session.
+         */
+        get: operations["getMe"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/people/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Invite a person into the project
+         * @description **People.** A project admin (or the owner) makes a one-time link, valid for 7 days, that makes
+         *     the account of `email` with `role` in the project named by `X-Agentmon-Project`. The link is
+         *     shown only in this answer (no mail server is needed: pass it on).
+         */
+        post: operations["createInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/people/{user_id}/reset_link": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make a password-reset link for a person
+         * @description **People.** The instance owner makes a one-time link, valid for a day, that sets the
+         *     person's password.
+         */
+        post: operations["createResetLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/people/{user_id}/disabled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Disable or enable a person
+         * @description **People.** The instance owner disables a person (their browser sessions end at once, on
+         *     every node, and they cannot sign in) or enables them again.
+         */
+        post: operations["setUserDisabled"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        LogInRequest: {
+            email: string;
+            password: string;
+        };
+        SignUpRequest: {
+            token: string;
+            email: string;
+            name: string;
+            password: string;
+        };
+        ResetPasswordRequest: {
+            token: string;
+            password: string;
+        };
+        InvitationRequest: {
+            email: string;
+            role: components["schemas"]["Role"];
+        };
+        DisableRequest: {
+            disabled: boolean;
+        };
+        /**
+         * @description viewer: read; annotator: read (and scores, when they exist); editor: also delete sessions and set retention; admin: also keys, members and settings.
+         * @enum {string}
+         */
+        Role: "viewer" | "annotator" | "editor" | "admin";
+        User: {
+            id: string;
+            email: string;
+            name: string;
+            /** @description The instance owner may do everything, in every project. */
+            owner: boolean;
+            created_at: string;
+            disabled_at: string | null;
+        };
+        Membership: {
+            project: string;
+            role: components["schemas"]["Role"];
+        };
+        PersonResponse: {
+            /** @constant */
+            status: "success";
+            user: components["schemas"]["User"];
+            memberships: components["schemas"]["Membership"][];
+            /** @description Send it as `X-CSRF-Token` with every request but GET and HEAD made with the cookie. */
+            csrf_token: string;
+        };
+        UserResponse: {
+            /** @constant */
+            status: "success";
+            user: components["schemas"]["User"];
+        };
+        OkResponse: {
+            /** @constant */
+            status: "success";
+        };
+        LinkResponse: {
+            /** @constant */
+            status: "success";
+            /** @description The one-time link, shown only now. */
+            link: string;
+            expires_at: string;
+        };
         /** @description Every failure (G2). */
         Error: {
             /** @description A short, stable name for the kind of failure. */
@@ -1947,6 +2203,66 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The email or the password is wrong, or the person is disabled; it counts toward the sign-in limits. */
+        InvalidCredentials: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "Invalid credentials",
+                 *       "message": "The email or the password is wrong"
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description No browser session cookie, a forged one, or one whose session ended (logout, logout everywhere, a disabled person, expiry). */
+        NotSignedIn: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "Not signed in",
+                 *       "message": "Sign in again"
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The person's role in the project does not allow this operation, or the request lacks its CSRF token or came from another origin; nothing was read or written. */
+        RoleMissing: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "Forbidden",
+                 *       "message": "Your role in project \"default\" is viewer; this operation needs editor"
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description A person with this email already has an account. */
+        EmailTaken: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "Email taken",
+                 *       "message": "A person with this email already has an account"
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description The API key is missing, not a known key, or revoked (4.1). */
         InvalidApiKey: {
             headers: {
@@ -2318,6 +2634,10 @@ export interface components {
         };
     };
     parameters: {
+        /** @description With a browser session, the project the request acts in (its name). Ignored with an API key, whose project is its own. */
+        Project: string;
+        /** @description A person's id. */
+        UserId: string;
         /**
          * @description The session's id, percent-encoded in the path (`run%2F42` for `run/42`).
          * @example 79f6fc6b-8463-4bc7-8a68-c3f84a2c9423
@@ -4428,6 +4748,278 @@ export interface operations {
             400: components["responses"]["InvalidQuery"];
             404: components["responses"]["NotFound"];
             414: components["responses"]["UriTooLong"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    logIn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LogInRequest"];
+            };
+        };
+        responses: {
+            /** @description Signed in. */
+            200: {
+                headers: {
+                    /** @description `agentmon_session`: the signed, HttpOnly, SameSite=Strict session cookie (Secure over TLS). */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PersonResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["InvalidCredentials"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    signUp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SignUpRequest"];
+            };
+        };
+        responses: {
+            /** @description The account is made and signed in. */
+            200: {
+                headers: {
+                    /** @description `agentmon_session`: the signed, HttpOnly, SameSite=Strict session cookie (Secure over TLS). */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PersonResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            409: components["responses"]["EmailTaken"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    resetPassword: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ResetPasswordRequest"];
+            };
+        };
+        responses: {
+            /** @description The password is set; sign in with it. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OkResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    logOut: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Signed out. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OkResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["NotSignedIn"];
+            403: components["responses"]["RoleMissing"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    logOutEverywhere: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every session of the person is ended. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OkResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["NotSignedIn"];
+            403: components["responses"]["RoleMissing"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getMe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The person. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PersonResponse"];
+                };
+            };
+            401: components["responses"]["NotSignedIn"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createInvitation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With a browser session, the project the request acts in (its name). Ignored with an API key, whose project is its own. */
+                "X-Agentmon-Project"?: components["parameters"]["Project"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InvitationRequest"];
+            };
+        };
+        responses: {
+            /** @description The link. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LinkResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["NotSignedIn"];
+            403: components["responses"]["RoleMissing"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createResetLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A person's id. */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The link. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LinkResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["NotSignedIn"];
+            403: components["responses"]["RoleMissing"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    setUserDisabled: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A person's id. */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DisableRequest"];
+            };
+        };
+        responses: {
+            /** @description The person as they are now. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["NotSignedIn"];
+            403: components["responses"]["RoleMissing"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };

@@ -2,7 +2,9 @@ import { createAgent } from "./createAgent.ts";
 import { createDeveloperError } from "./createDeveloperError.ts";
 import { createEvents } from "./createEvents.ts";
 import { createEventsUnversioned } from "./createEventsUnversioned.ts";
+import { createInvitation } from "./createInvitation.ts";
 import { createOtlpToken } from "./createOtlpToken.ts";
+import { createResetLink } from "./createResetLink.ts";
 import { createSession } from "./createSession.ts";
 import { createSessionUnversioned } from "./createSessionUnversioned.ts";
 import { createThread } from "./createThread.ts";
@@ -18,6 +20,7 @@ import { getAnalyticsBreakdown } from "./getAnalyticsBreakdown.ts";
 import { getAnalyticsTimeseries } from "./getAnalyticsTimeseries.ts";
 import { getHealth } from "./getHealth.ts";
 import { getHealthAlias } from "./getHealthAlias.ts";
+import { getMe } from "./getMe.ts";
 import { getMetrics } from "./getMetrics.ts";
 import { getOpenapiSpec } from "./getOpenapiSpec.ts";
 import { getReadiness } from "./getReadiness.ts";
@@ -31,7 +34,13 @@ import { getUiSession } from "./getUiSession.ts";
 import { getUiSessions } from "./getUiSessions.ts";
 import { listSessionEvents } from "./listSessionEvents.ts";
 import { listSessions } from "./listSessions.ts";
+import { logIn } from "./logIn.ts";
+import { logOut } from "./logOut.ts";
+import { logOutEverywhere } from "./logOutEverywhere.ts";
 import { reauthorizeJwt } from "./reauthorizeJwt.ts";
+import { resetPassword } from "./resetPassword.ts";
+import { setUserDisabled } from "./setUserDisabled.ts";
+import { signUp } from "./signUp.ts";
 import type { Deps, Handlers } from "./types.ts";
 import { updateEvents } from "./updateEvents.ts";
 import { updateSession } from "./updateSession.ts";
@@ -77,4 +86,13 @@ export const createHandlers = (deps: Deps) =>
     createDeveloperError: createDeveloperError(deps),
     createThread: createThread(deps),
     getUiDrilldownRedirect: getUiDrilldownRedirect(deps),
+    logIn: logIn(deps),
+    signUp: signUp(deps),
+    resetPassword: resetPassword(deps),
+    logOut: logOut(deps),
+    logOutEverywhere: logOutEverywhere(deps),
+    getMe: getMe(deps),
+    createInvitation: createInvitation(deps),
+    createResetLink: createResetLink(deps),
+    setUserDisabled: setUserDisabled(deps),
   }) satisfies Handlers;
