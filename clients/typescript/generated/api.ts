@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 9febfe762a31c4ec20790f5efc2905d13f641a64996cf2571205dc217c3b4902. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 231c380030a1797a6e1ba442efee894bc5bb88a5eddecf2cc3b26673f04233f3. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -3359,6 +3359,7 @@ export interface operations {
             400: components["responses"]["InvalidQuery"];
             401: components["responses"]["InvalidApiKey"];
             403: components["responses"]["MissingScope"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3527,6 +3528,7 @@ export interface operations {
             400: components["responses"]["InvalidQuery"];
             401: components["responses"]["InvalidApiKey"];
             403: components["responses"]["MissingScope"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3685,6 +3687,7 @@ export interface operations {
             400: components["responses"]["InvalidQuery"];
             401: components["responses"]["InvalidApiKey"];
             403: components["responses"]["MissingScope"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3816,6 +3819,7 @@ export interface operations {
             400: components["responses"]["InvalidQuery"];
             401: components["responses"]["InvalidApiKey"];
             403: components["responses"]["MissingScope"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3854,6 +3858,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["InvalidApiKey"];
             403: components["responses"]["MissingScope"];
+            404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -4867,6 +4872,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["NotSignedIn"];
             403: components["responses"]["RoleMissing"];
+            404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
@@ -4894,6 +4900,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["NotSignedIn"];
             403: components["responses"]["RoleMissing"];
+            404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
@@ -4918,7 +4925,10 @@ export interface operations {
                     "application/json": components["schemas"]["PersonResponse"];
                 };
             };
+            400: components["responses"]["InvalidQuery"];
             401: components["responses"]["NotSignedIn"];
+            403: components["responses"]["RoleMissing"];
+            404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
