@@ -53,6 +53,13 @@ export interface Config {
   retentionDays: number | undefined;
   /** Seconds between two retention sweeps of `serve`. */
   retentionIntervalSeconds: number;
+  /** People (decision 035): the secret that signs the browser cookies; unset: one kept in the database. */
+  cookieSecret: string | undefined;
+  /** How long a browser session lives, in hours. */
+  sessionHours: number;
+  /** Failed sign-ins allowed per account and per address within the window. */
+  loginFailLimit: number;
+  loginFailWindowSeconds: number;
 }
 
 /** A configuration mistake: reported as one line, never a stack trace. */
@@ -152,7 +159,34 @@ const SETTINGS = {
     fallback: "600",
     read: (v: string) => integer(v, "AGENTMON_RETENTION_INTERVAL", 1, 86_400),
   },
+  cookieSecret: { env: "AGENTMON_COOKIE_SECRET", flag: "cookie-secret", fallback: undefined, read: readCookieSecret },
+  sessionHours: {
+    env: "AGENTMON_SESSION_HOURS",
+    flag: "session-hours",
+    fallback: "168",
+    read: (v: string) => integer(v, "AGENTMON_SESSION_HOURS", 1, 8760),
+  },
+  loginFailLimit: {
+    env: "AGENTMON_LOGIN_FAIL_LIMIT",
+    flag: "login-fail-limit",
+    fallback: "10",
+    read: (v: string) => integer(v, "AGENTMON_LOGIN_FAIL_LIMIT", 1, 1_000_000),
+  },
+  loginFailWindowSeconds: {
+    env: "AGENTMON_LOGIN_FAIL_WINDOW",
+    flag: "login-fail-window",
+    fallback: "900",
+    read: (v: string) => integer(v, "AGENTMON_LOGIN_FAIL_WINDOW", 1, 86_400),
+  },
 } as const;
+
+/** A secret of at least 32 visible ASCII characters: it signs every browser session's cookie. */
+function readCookieSecret(value: string): string {
+  if (!/^[\x21-\x7e]{32,1024}$/.test(value)) {
+    throw new ConfigError("AGENTMON_COOKIE_SECRET must be 32 to 1024 visible ASCII characters (a long random string)");
+  }
+  return value;
+}
 
 /** A retention: a whole number of days from 1 to 36500, or `forever` (undefined). */
 export function readDays(value: string, name = "AGENTMON_RETENTION_DAYS"): number | undefined {
@@ -326,6 +360,7 @@ export const USAGE = `Usage:
                  [--max-event-loop-delay MS] [--rate-limit PER_MINUTE] [--prices FILE]
                  [--synchronous normal|full] [--metrics-token T] [--metrics-port N] [--otlp-grpc-port N]
                  [--redis-url URL] [--retention-days DAYS|forever] [--retention-interval SECONDS]
+                 [--cookie-secret S] [--session-hours N] [--login-fail-limit N] [--login-fail-window SECONDS]
   agentmon keys create [--project NAME] [--scope ingest,read,admin]
                                           create an API key; it is printed once. Scopes (4.7):
                                           ingest (write API, OTLP), read (read API, web UI),
@@ -346,6 +381,17 @@ export const USAGE = `Usage:
                                           write the project's sessions as GET /v2/export does
                                           (standard output by default)
   agentmon import FILE [--project NAME]   read an NDJSON export back; importing twice changes nothing
+  agentmon users create --email E [--name N] [--owner] [--project P --role R]
+                                          make a person's account; prints a one-time link that
+                                          sets its password
+  agentmon users list                     people, owners and who is disabled
+  agentmon users invite --email E --project P --role R
+                                          a one-time link that makes the account, with its role
+  agentmon users reset-link <email>       a one-time link that sets the password (a day)
+  agentmon users disable|enable <email>   disabling ends their browser sessions at once
+  agentmon members list [--project P]     who has which role in which project
+  agentmon members set <project> <email> <viewer|annotator|editor|admin>
+  agentmon members remove <project> <email>
   agentmon vacuum                         SQLite: rewrite the file, turning on incremental
                                           auto-vacuum; pauses writes while it runs
 
@@ -356,7 +402,8 @@ AGENTMON_INFLIGHT_BYTES, AGENTMON_MAX_EVENTS,
 AGENTMON_LOG_LEVEL, AGENTMON_AUTH_FAIL_LIMIT, AGENTMON_AUTH_FAIL_WINDOW, AGENTMON_TRUST_PROXY,
 AGENTMON_REQUEST_TIMEOUT, AGENTMON_KEEPALIVE_TIMEOUT, AGENTMON_MAX_EVENT_LOOP_DELAY,
 AGENTMON_RATE_LIMIT, AGENTMON_PRICES, AGENTMON_SYNCHRONOUS, AGENTMON_METRICS_TOKEN,
-AGENTMON_METRICS_PORT, AGENTMON_OTLP_GRPC_PORT, AGENTMON_REDIS_URL, AGENTMON_RETENTION_DAYS, AGENTMON_RETENTION_INTERVAL.`;
+AGENTMON_METRICS_PORT, AGENTMON_OTLP_GRPC_PORT, AGENTMON_REDIS_URL, AGENTMON_RETENTION_DAYS, AGENTMON_RETENTION_INTERVAL,
+AGENTMON_COOKIE_SECRET, AGENTMON_SESSION_HOURS, AGENTMON_LOGIN_FAIL_LIMIT, AGENTMON_LOGIN_FAIL_WINDOW.`;
 
 export const FLAG_OPTIONS = {
   ...Object.fromEntries(
@@ -373,10 +420,14 @@ export const FLAG_OPTIONS = {
       "agent-id",
       "q",
       "conversation-id",
+      "email",
+      "name",
+      "role",
     ].map((flag) => [flag, { type: "string" as const }]),
   ),
   tag: { type: "string" as const, multiple: true },
   "dry-run": { type: "boolean" as const },
+  owner: { type: "boolean" as const },
 };
 
 /** Where the commands write: the console, or what a test collects. */
