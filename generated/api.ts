@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 231c380030a1797a6e1ba442efee894bc5bb88a5eddecf2cc3b26673f04233f3. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 59a8a1ac5aa65ec9449a8bf93f2d16f727e982a744ef1bb1eb3f379f4905c829. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -1367,10 +1367,60 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The project's audit trail
+         * @description **People** (decision 035). Every administrative act of the project, newest first: keys
+         *     created and revoked, members added, removed or given another role, sessions deleted in
+         *     bulk, retention changed, people invited; with who did it (a person, an API key, the
+         *     command line), when, and from which address. The trail is append-only: nothing changes or
+         *     removes a record. The instance owner also sees the instance's own acts (accounts made,
+         *     disabled, sign-ins throttled). Paged as the other lists: pass `next_cursor` back.
+         */
+        get: operations["listAudit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        AuditPage: {
+            /** @constant */
+            status: "success";
+            records: components["schemas"]["AuditEntry"][];
+            /** @description The cursor of the next page; null on the last. */
+            next_cursor: string | null;
+        };
+        AuditEntry: {
+            seq: number;
+            at: string;
+            /** @description A person's id, `key:<prefix>` for an API key, or `cli`. */
+            actor: string;
+            actor_name: string;
+            /** @description The client address of the act; `local` for the command line. */
+            address: string;
+            /** @enum {string} */
+            action: "user.created" | "user.disabled" | "user.enabled" | "user.password_reset_link" | "user.invited" | "login.throttled" | "key.created" | "key.revoked" | "member.added" | "member.removed" | "member.role_changed" | "sessions.deleted" | "retention.changed" | "project.created";
+            /** @description The project's name; null for an act of the instance. */
+            project: string | null;
+            target: string | null;
+            /** @description What was done, by action (a key's scopes, a role before and after, the sessions and events deleted and the filter…). */
+            details: {
+                [key: string]: unknown;
+            };
+        };
         LogInRequest: {
             email: string;
             password: string;
@@ -5030,6 +5080,49 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listAudit: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The most records in the page, 1 to 200; 50 when absent.
+                 * @example 50
+                 */
+                limit?: number;
+                /**
+                 * @description The `next_cursor` of the previous page, as it was given: an opaque base64url string. A
+                 *     cursor that was altered, or that another operation made, is a 400 naming `query.cursor`.
+                 * @example WyJzZXNzaW9ucyIsMTc5NTMyNDE4MzY0MDM2MSwiNzlmNmZjNmItODQ2My00YmM3LThhNjgtYzNmODRhMmM5NDIzIl2438KpLks
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: {
+                /** @description With a browser session, the project the request acts in (its name). Ignored with an API key, whose project is its own. */
+                "X-Agentmon-Project"?: components["parameters"]["Project"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the trail. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditPage"];
+                };
+            };
+            400: components["responses"]["InvalidQuery"];
+            401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
+            404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };

@@ -32,6 +32,7 @@ import { getUiDrilldownRedirect } from "./getUiDrilldownRedirect.ts";
 import { getUiHome } from "./getUiHome.ts";
 import { getUiSession } from "./getUiSession.ts";
 import { getUiSessions } from "./getUiSessions.ts";
+import { listAudit } from "./listAudit.ts";
 import { listSessionEvents } from "./listSessionEvents.ts";
 import { listSessions } from "./listSessions.ts";
 import { logIn } from "./logIn.ts";
@@ -95,4 +96,5 @@ export const createHandlers = (deps: Deps) =>
     createInvitation: createInvitation(deps),
     createResetLink: createResetLink(deps),
     setUserDisabled: setUserDisabled(deps),
+    listAudit: listAudit(deps),
   }) satisfies Handlers;

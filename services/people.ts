@@ -7,7 +7,8 @@
 import { hash, verify } from "@node-rs/argon2";
 import { Conflict } from "../db/errors.ts";
 import type { Store } from "../db/store.ts";
-import { ApiError, invalidRequest, notFound, tooManyRequests } from "../domain/errors.ts";
+import { decodeCursor, encodeCursor } from "../domain/cursor.ts";
+import { ApiError, invalidParameters, invalidRequest, notFound, tooManyRequests } from "../domain/errors.ts";
 import {
   type AuditAction,
   hashToken,
@@ -277,3 +278,36 @@ export async function personOf(context: Pick<PeopleContext, "store" | "now">, se
 }
 
 export const userNotFound = (id: string) => notFound(`No person ${id}`);
+
+const AUDIT_CURSOR_PROBLEM = {
+  path: "query.cursor",
+  message: "is not a cursor this operation made; pass next_cursor back as it was given",
+};
+
+/** A page of the project's audit trail (and the instance's acts, for the owner), newest first. */
+export async function listAudit(
+  store: Store,
+  projectId: string,
+  withInstance: boolean,
+  query: { limit?: number; cursor?: string },
+) {
+  const limit = query.limit ?? 50;
+  const after = query.cursor === undefined ? undefined : decodeCursor("audit", query.cursor);
+  if (query.cursor !== undefined && !after) throw invalidParameters([AUDIT_CURSOR_PROBLEM]);
+  const rows = await store.listAudit({ projectId, withInstance, beforeSeq: after?.init_us, limit: limit + 1 });
+  const names = new Map((await store.listProjects()).map((p) => [p.id, p.name]));
+  const records = rows.slice(0, limit).map(({ project_id, ...r }) => ({
+    ...r,
+    project: project_id === null ? null : (names.get(project_id) ?? null),
+  }));
+  const last = records.at(-1);
+  const next_cursor = rows.length > limit && last ? encodeCursor("audit", { init_us: last.seq, id: "" }) : null;
+  return { records, next_cursor };
+}
+
+/** Who an API key is in the audit trail. */
+export const keyActor = (key: { prefix: string }, address: string): Actor => ({
+  id: `key:${key.prefix}`,
+  name: `API key ${key.prefix}…`,
+  address,
+});

@@ -179,6 +179,7 @@ const REQUESTS: Record<string, { ok: number; send: Send }> = {
     send: post("/v2/people/invitations", () => ({ email: "a@b.c", role: "viewer" }), keyHeader),
   },
   createResetLink: { ok: 401, send: post("/v2/people/someone/reset_link", () => ({}), keyHeader) },
+  listAudit: { ok: 200, send: get("/v2/audit", keyHeader) },
   setUserDisabled: { ok: 401, send: post("/v2/people/someone/disabled", () => ({ disabled: true }), keyHeader) },
 };
 

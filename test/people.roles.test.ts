@@ -45,7 +45,7 @@ t.test("every operation × role × project", async (t) => {
   const bodies: Record<string, unknown> = {
     createInvitation: { email: "new@example.com", role: "viewer" },
     setUserDisabled: { disabled: false },
-    deleteSessions: { filter: { tags: ["nothing-has-this-tag"] } },
+    deleteSessions: { tag: ["nothing-has-this-tag"] },
   };
   for (const { path, method, op } of operations) {
     const needs = op["x-agentmon-role"];
