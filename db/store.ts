@@ -68,6 +68,8 @@ export interface Store {
   listApiKeys(): Promise<ApiKeyRecord[]>;
   revokeApiKey(id: string, now: string): Promise<void>;
 
+  /** Makes a project without a key (issue 26: an owner's act); Conflict when a project has that name. */
+  createProject(name: string, now: string): Promise<ProjectRecord>;
   /** Every project, by name, with its retention. */
   listProjects(): Promise<ProjectRecord[]>;
   /**

@@ -3,7 +3,9 @@ import { createDeveloperError } from "./createDeveloperError.ts";
 import { createEvents } from "./createEvents.ts";
 import { createEventsUnversioned } from "./createEventsUnversioned.ts";
 import { createInvitation } from "./createInvitation.ts";
+import { createKey } from "./createKey.ts";
 import { createOtlpToken } from "./createOtlpToken.ts";
+import { createProject } from "./createProject.ts";
 import { createResetLink } from "./createResetLink.ts";
 import { createSession } from "./createSession.ts";
 import { createSessionUnversioned } from "./createSessionUnversioned.ts";
@@ -33,13 +35,20 @@ import { getUiHome } from "./getUiHome.ts";
 import { getUiSession } from "./getUiSession.ts";
 import { getUiSessions } from "./getUiSessions.ts";
 import { listAudit } from "./listAudit.ts";
+import { listKeys } from "./listKeys.ts";
+import { listMembers } from "./listMembers.ts";
+import { listProjects } from "./listProjects.ts";
 import { listSessionEvents } from "./listSessionEvents.ts";
 import { listSessions } from "./listSessions.ts";
 import { logIn } from "./logIn.ts";
 import { logOut } from "./logOut.ts";
 import { logOutEverywhere } from "./logOutEverywhere.ts";
 import { reauthorizeJwt } from "./reauthorizeJwt.ts";
+import { removeMember } from "./removeMember.ts";
 import { resetPassword } from "./resetPassword.ts";
+import { revokeKey } from "./revokeKey.ts";
+import { setMember } from "./setMember.ts";
+import { setProjectRetention } from "./setProjectRetention.ts";
 import { setUserDisabled } from "./setUserDisabled.ts";
 import { signUp } from "./signUp.ts";
 import type { Deps, Handlers } from "./types.ts";
@@ -97,4 +106,13 @@ export const createHandlers = (deps: Deps) =>
     createResetLink: createResetLink(deps),
     setUserDisabled: setUserDisabled(deps),
     listAudit: listAudit(deps),
+    listProjects: listProjects(deps),
+    createProject: createProject(deps),
+    listKeys: listKeys(deps),
+    createKey: createKey(deps),
+    revokeKey: revokeKey(deps),
+    listMembers: listMembers(deps),
+    setMember: setMember(deps),
+    removeMember: removeMember(deps),
+    setProjectRetention: setProjectRetention(deps),
   }) satisfies Handlers;

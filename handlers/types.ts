@@ -18,7 +18,7 @@ import type { ApiKeyRecord, Claims, OtlpClaims, Scope } from "../domain/types.ts
 import type { operations } from "../generated/api.ts";
 import type { Context } from "../services/context.ts";
 import type { Metrics } from "../services/metrics.ts";
-import type { LoginLimits } from "../services/people.ts";
+import { type Actor, keyActor, type LoginLimits, personActor } from "../services/people.ts";
 
 type Op<K extends keyof operations> = operations[K];
 type Content<C> = C extends { content: { "application/x-ndjson": unknown } }
@@ -115,6 +115,12 @@ export function projectIdOf(req: FastifyRequest): string {
   const id = req.apiKey?.project_id ?? req.person?.project?.id;
   if (id === undefined) throw internalError();
   return id;
+}
+
+/** Who acts, for the audit trail: the signed-in person, else the API key. */
+export function actorOf(req: FastifyRequest): Actor {
+  if (req.person) return personActor(req.person.user, req.ip);
+  return keyActor(apiKeyOf(req), req.ip);
 }
 
 /** The signed-in person (routes secured by `browserSession` only). */

@@ -180,6 +180,36 @@ const REQUESTS: Record<string, { ok: number; send: Send }> = {
   },
   createResetLink: { ok: 401, send: post("/v2/people/someone/reset_link", () => ({}), keyHeader) },
   listAudit: { ok: 200, send: get("/v2/audit", keyHeader) },
+  listProjects: { ok: 401, send: get("/v2/projects", keyHeader) },
+  createProject: { ok: 401, send: post("/v2/projects", () => ({ name: "p" }), keyHeader) },
+  listKeys: { ok: 200, send: get("/v2/keys", keyHeader) },
+  createKey: { ok: 200, send: post("/v2/keys", () => ({ scopes: ["read"] }), keyHeader) },
+  revokeKey: { ok: 404, send: post("/v2/keys/no-such-key/revoke", () => ({}), keyHeader) },
+  listMembers: { ok: 200, send: get("/v2/members", keyHeader) },
+  setMember: {
+    ok: 404,
+    send: (c) =>
+      c.api.inject({
+        method: "PUT",
+        url: "/v2/members/nobody",
+        headers: { ...keyHeader(c), "content-type": "application/json" },
+        payload: JSON.stringify({ role: "viewer" }),
+      }),
+  },
+  removeMember: {
+    ok: 404,
+    send: (c) => c.api.inject({ method: "DELETE", url: "/v2/members/nobody", headers: keyHeader(c) }),
+  },
+  setProjectRetention: {
+    ok: 200,
+    send: (c) =>
+      c.api.inject({
+        method: "PUT",
+        url: "/v2/retention",
+        headers: { ...keyHeader(c), "content-type": "application/json" },
+        payload: JSON.stringify({ days: 30 }),
+      }),
+  },
   setUserDisabled: { ok: 401, send: post("/v2/people/someone/disabled", () => ({ disabled: true }), keyHeader) },
 };
 

@@ -73,7 +73,7 @@ export async function signIn(api: TestApp, email: string, password = PASSWORD, a
 export function asBrowser(
   api: TestApp,
   browser: Browser,
-  method: "GET" | "POST" | "DELETE",
+  method: "GET" | "POST" | "PUT" | "DELETE",
   url: string,
   options: { project?: string; body?: unknown; csrf?: string | null; headers?: Record<string, string> } = {},
 ) {

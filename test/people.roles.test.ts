@@ -46,11 +46,19 @@ t.test("every operation × role × project", async (t) => {
     createInvitation: { email: "new@example.com", role: "viewer" },
     setUserDisabled: { disabled: false },
     deleteSessions: { tag: ["nothing-has-this-tag"] },
+    createProject: { name: `made-${Math.random()}` },
+    createKey: { scopes: ["read"] },
+    setMember: { role: "viewer" },
+    setProjectRetention: { days: null },
   };
   for (const { path, method, op } of operations) {
     const needs = op["x-agentmon-role"];
     const takesCookie = (op.security ?? []).some((s) => "browserSession" in s);
-    const url = path.replace("{session_id}", "s1").replace("{user_id}", target.id).replace("{path}", "app.css");
+    const url = path
+      .replace("{session_id}", "s1")
+      .replace("{user_id}", target.id)
+      .replace("{path}", "app.css")
+      .replace("{key_id}", "no-such-key");
     if (!takesCookie) {
       t.equal(needs, "none", `${op.operationId}: no browser session, so no role`);
       if ((op.security ?? []).length === 0) continue; // public: no credential at all

@@ -210,6 +210,7 @@ function postgresStore(
       listApiKeys: () => keyQueries.list(readers),
       revokeApiKey: (id, now) => keyQueries.revoke(readers, id, now),
       listProjects: () => keyQueries.projects(readers),
+      createProject: (name, now) => keyQueries.createProject(writers, name, now),
       setRetention: (name, days) => keyQueries.setRetention(readers, name, days),
 
       // People (decision 035): rare writes, each a transaction of its own outside the group commit

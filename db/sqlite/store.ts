@@ -138,6 +138,7 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
     listApiKeys: async () => keys.list(),
     revokeApiKey: async (id, now) => keys.revoke(id, now),
     listProjects: async () => keys.projects(),
+    createProject: (name, now) => group.write(1, () => keys.createProject(name, now)),
     setRetention: (name, days) => group.write(1, () => keys.setRetention(name, days)),
 
     createUser: (user, member) => group.write(1, () => people.createUser(user, member)),

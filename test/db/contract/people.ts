@@ -59,6 +59,14 @@ export function peopleContract(t: Test, { fresh }: Fixtures) {
     t.equal(await store.setUserDisabled("nope", LATER), undefined);
   });
 
+  t.test("projects: made without a key, unique by name", async (t) => {
+    const { store } = await fresh(t);
+    const made = await store.createProject(NASTY, T0);
+    t.strictSame(made, { id: made.id, name: NASTY, created_at: T0, retention_days: null });
+    t.ok((await store.listProjects()).some((p) => p.id === made.id));
+    await t.rejects(store.createProject("mine", T0), Conflict, "a name is one project's");
+  });
+
   t.test("members: given, changed, removed, listed by project and by person", async (t) => {
     const { store, p, other } = await fresh(t);
     const ann = await store.createUser(person("ann@example.com"));
