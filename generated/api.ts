@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 953d84df29ac1d58490bf5ab1f014c327154de08b3f2d577d0c4e892c143b1cd. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 94f4e1e7cf4b93273f40acb2b5a2bc427d74c4553880cc9092fed71b43399c12. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -1161,7 +1161,8 @@ export interface paths {
          * @description The files the pages load, shipped in the repository's `ui/` folder and read into
          *     memory at start-up. `asset` is a file name from a fixed list (`app.css`, `common.js`,
          *     `overview.js`, `charts.js`, `sessions.js`, `session.js`, `timeline.js`, `tree.js`,
-         *     `detail.js`, `otel.js`, `favicon.svg`, and uPlot's `uplot.js` and `uplot.css`, read from
+         *     `detail.js`, `otel.js`, `favicon.svg`, `signup.html` and `signup.js` (the page of the
+         *     one-time account links, decision 035), and uPlot's `uplot.js` and `uplot.css`, read from
          *     the installed npm package `uplot`); any other name, a path, `..` or an encoded slash is
          *     a 404. Same headers as `GET /`.
          */
@@ -4996,6 +4997,7 @@ export interface operations {
                     "text/javascript": string;
                     "text/css": string;
                     "image/svg+xml": string;
+                    "text/html": string;
                 };
             };
             /** @description The copy the browser holds (its `If-None-Match`) is current; no body. */

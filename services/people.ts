@@ -89,7 +89,7 @@ const kindOf = (token: string): TokenKind | undefined => {
 };
 
 /** The page a link opens: the token goes in the fragment, which browsers never send to a server or a Referer. */
-export const linkOf = (context: PeopleContext, token: string) => `${context.publicUrl()}/ui/signup#${token}`;
+export const linkOf = (context: PeopleContext, token: string) => `${context.publicUrl()}/ui/signup.html#${token}`;
 
 /**
  * Makes a one-time link of that kind; answers the link (shown once: only its hash is kept) and

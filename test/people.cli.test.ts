@@ -31,7 +31,7 @@ t.test("users create prints a one-time link that sets the password; the person s
   );
   t.equal(made.code, 0, made.err.join("\n"));
   t.equal(made.out.length, 1, "one line on stdout: the link");
-  t.match(made.out[0], /^http:\/\/127\.0\.0\.1:3000\/ui\/signup#reset_/);
+  t.match(made.out[0], /^http:\/\/127\.0\.0\.1:3000\/ui\/signup\.html#reset_/);
   t.match(made.err.join("\n"), /Created an account for ann@example\.com \(editor of "default"\)/);
   const listed = await run(["users", "list"], db);
   t.match(listed.out[0], /^ann@example\.com {2}Ann {2}created /);
@@ -114,8 +114,8 @@ t.test("serve: the first start prints, beside the first API key, a one-time link
     .stdout()
     .split("\n")
     .map((line) => line.trim())
-    .find((line) => line.includes("/ui/signup#owner_"));
-  t.match(link, new RegExp(`^${base.replace(/[.:/]/g, "\\$&")}/ui/signup#owner_`), "the link, on this server");
+    .find((line) => line.includes("/ui/signup.html#owner_"));
+  t.match(link, new RegExp(`^${base.replace(/[.:/]/g, "\\$&")}/ui/signup\\.html#owner_`), "the link, on this server");
   const res = await fetch(`${base}/v2/auth/signup`, {
     method: "POST",
     headers: { "content-type": "application/json" },
@@ -129,7 +129,7 @@ t.test("serve: the first start prints, beside the first API key, a one-time link
 
   const again = agentmon(t, ["serve", "--port", "0", "--db", db], childEnv({ AGENTMON_LOG_LEVEL: "warn" }));
   await again.waitFor(LISTENING);
-  t.notOk(again.stdout().includes("/ui/signup#"), "no owner link once someone has an account");
+  t.notOk(again.stdout().includes("/ui/signup.html#"), "no owner link once someone has an account");
   again.child.kill("SIGTERM");
   await again.exited();
 });

@@ -15,7 +15,11 @@ t.test("the first start's owner link makes the owner, once; the answer signs the
   const made = await ownerLinkIfNoOne(context);
   t.ok(made, "nobody has an account yet: a link");
   if (!made) return;
-  t.match(made.link, /^http:\/\/agentmon\.test\/ui\/signup#owner_[A-Za-z0-9_-]{43}$/, "the token in the fragment");
+  t.match(
+    made.link,
+    /^http:\/\/agentmon\.test\/ui\/signup\.html#owner_[A-Za-z0-9_-]{43}$/,
+    "the token in the fragment",
+  );
   const body = { token: made.token, email: " Owner@Example.COM ", name: "Owner", password: PASSWORD };
   const res = await api.post("/v2/auth/signup", body);
   t.equal(res.statusCode, 200, res.body);
