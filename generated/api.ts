@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 94f4e1e7cf4b93273f40acb2b5a2bc427d74c4553880cc9092fed71b43399c12. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 fffbb2dc8e77cc7444c7c3d65f703b5ebf76ef38a8e50b84ef729856b16be6e2. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -1608,6 +1608,7 @@ export interface components {
             key: string;
         };
         CreateKeyRequest: {
+            /** @description Repeats count once. */
             scopes: ("ingest" | "read" | "admin")[];
         };
         Member: {
