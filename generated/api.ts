@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 fffbb2dc8e77cc7444c7c3d65f703b5ebf76ef38a8e50b84ef729856b16be6e2. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 797247b27f6b11cf185bf8a53159b3c74cfe065678fd91dc71d4e35a777aa45c. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -5252,6 +5252,7 @@ export interface operations {
             403: components["responses"]["RoleMissing"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -5287,6 +5288,7 @@ export interface operations {
             403: components["responses"]["RoleMissing"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -5489,6 +5491,7 @@ export interface operations {
             403: components["responses"]["MissingScope"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -5558,6 +5561,7 @@ export interface operations {
             403: components["responses"]["MissingScope"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -5593,6 +5597,7 @@ export interface operations {
             403: components["responses"]["MissingScope"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
