@@ -23,7 +23,16 @@ t.test(
       ["team-a-2", API_KEY],
       ["team-b-1", OTHER_PROJECT_KEY],
     ] as const) {
-      await env.session(id, { tags: ["people"] }, key);
+      await env.session(
+        id,
+        {
+          tags: ["people"],
+          init_timestamp: `2026-11-20T09:00:0${id.at(-1)}Z`,
+          end_state: "Success",
+          end_timestamp: "2026-11-20T09:00:30Z",
+        },
+        key,
+      );
     }
     const owner = await ownerLinkIfNoOne({ store: env.store, now: Date.now, publicUrl: () => base });
     if (!owner) throw new Error("no owner link");
