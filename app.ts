@@ -28,6 +28,7 @@ import { refusingDeps, scopedHandlers } from "./http/scopes.ts";
 import { loadSpec } from "./lib/spec.ts";
 import { DEFAULT_INFLIGHT_BYTES, InflightBytes } from "./services/inflight.ts";
 import { Metrics } from "./services/metrics.ts";
+import { Oidc, type OidcProvider } from "./services/oidc.ts";
 
 export { SPEC_PATH } from "./lib/spec.ts";
 export const MIB = 1024 * 1024;
@@ -78,6 +79,9 @@ export interface AppOptions {
   loginFailLimit?: number;
   loginFailWindowMs?: number;
   loginLimits?: RequestLimits;
+  /** Single sign-on (AGENTMON_OIDC): the identity providers; SSO only refuses passwords. */
+  oidcProviders?: OidcProvider[];
+  ssoOnly?: boolean;
   /** Prices llm events sent without a cost; default: prices/models.json. */
   prices?: PriceTable;
   /** What GET /metrics shows; by default the app's own, over `store`'s figures. */
@@ -156,7 +160,13 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     pressure,
     counts: metrics,
     metrics,
-    people: { ...sessions, limits: loginLimits, sessionHours: options.sessionHours ?? 168 },
+    people: {
+      ...sessions,
+      limits: loginLimits,
+      sessionHours: options.sessionHours ?? 168,
+      oidc: new Oidc(options.oidcProviders ?? []),
+      ssoOnly: options.ssoOnly ?? false,
+    },
   };
   // 4.7: an operation's handler runs only for a credential with its scope (http/scopes.ts).
   const handlers = scopedHandlers(createHandlers(deps), createHandlers(refusingDeps(deps)), routes);

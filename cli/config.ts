@@ -3,9 +3,13 @@
  * flag, its default and how it is read and checked. server.ts hands in the environment and the
  * flags; nothing here reads them itself.
  */
+
+import { readFileSync } from "node:fs";
 import { SYNCHRONOUS, type Synchronous } from "../db/sqlite/open.ts";
 import { isApiKeyShape } from "../domain/keys.ts";
+import { isRole } from "../domain/people.ts";
 import { type PriceEntry, readPrices } from "../domain/prices.ts";
+import type { OidcProvider } from "../services/oidc.ts";
 
 const MIB = 1024 * 1024;
 
@@ -60,6 +64,10 @@ export interface Config {
   /** Failed sign-ins allowed per account and per address within the window. */
   loginFailLimit: number;
   loginFailWindowSeconds: number;
+  /** Single sign-on: the OpenID Connect providers (a JSON list, or a file holding one). */
+  oidcProviders: OidcProvider[] | undefined;
+  /** Passwords are refused: people sign in through a provider. */
+  ssoOnly: boolean;
 }
 
 /** A configuration mistake: reported as one line, never a stack trace. */
@@ -178,7 +186,47 @@ const SETTINGS = {
     fallback: "900",
     read: (v: string) => integer(v, "AGENTMON_LOGIN_FAIL_WINDOW", 1, 86_400),
   },
+  oidcProviders: { env: "AGENTMON_OIDC", flag: "oidc", fallback: undefined, read: readOidc },
+  ssoOnly: {
+    env: "AGENTMON_SSO_ONLY",
+    flag: "sso-only",
+    fallback: "false",
+    read: (v: string) => {
+      if (v !== "true" && v !== "false") throw new ConfigError(`AGENTMON_SSO_ONLY must be true or false (got "${v}")`);
+      return v === "true";
+    },
+  },
 } as const;
+
+/**
+ * AGENTMON_OIDC: a JSON list of providers, or the path of a file holding one: each
+ * {id, issuer, client_id, client_secret, groups_claim?, roles?: [{group, project, role}]}.
+ */
+function readOidc(value: string): OidcProvider[] {
+  let list: unknown;
+  try {
+    list = JSON.parse(value.trim().startsWith("[") ? value : readFileSync(value, "utf8"));
+  } catch (error) {
+    throw new ConfigError(
+      `AGENTMON_OIDC must be a JSON list of providers, or a file holding one: ${(error as Error).message}`,
+    );
+  }
+  const ok = (p: Record<string, unknown>) =>
+    ["id", "issuer", "client_id", "client_secret"].every((k) => typeof p[k] === "string" && p[k] !== "") &&
+    /^[A-Za-z0-9_-]{1,64}$/.test(String(p.id)) &&
+    (p.roles === undefined ||
+      (Array.isArray(p.roles) &&
+        p.roles.every(
+          (r: Record<string, unknown>) =>
+            typeof r.group === "string" && typeof r.project === "string" && isRole(r.role),
+        )));
+  if (!Array.isArray(list) || !list.every((p) => typeof p === "object" && p !== null && ok(p))) {
+    throw new ConfigError(
+      "AGENTMON_OIDC: each provider needs id (letters, digits, - and _), issuer, client_id and client_secret; roles, when given, [{group, project, role}] with a role of viewer, annotator, editor, admin",
+    );
+  }
+  return list as OidcProvider[];
+}
 
 /** A secret of at least 32 visible ASCII characters: it signs every browser session's cookie. */
 function readCookieSecret(value: string): string {
@@ -361,6 +409,7 @@ export const USAGE = `Usage:
                  [--synchronous normal|full] [--metrics-token T] [--metrics-port N] [--otlp-grpc-port N]
                  [--redis-url URL] [--retention-days DAYS|forever] [--retention-interval SECONDS]
                  [--cookie-secret S] [--session-hours N] [--login-fail-limit N] [--login-fail-window SECONDS]
+                 [--oidc JSON|FILE] [--sso-only true|false]
   agentmon keys create [--project NAME] [--scope ingest,read,admin]
                                           create an API key; it is printed once. Scopes (4.7):
                                           ingest (write API, OTLP), read (read API, web UI),
@@ -403,7 +452,8 @@ AGENTMON_LOG_LEVEL, AGENTMON_AUTH_FAIL_LIMIT, AGENTMON_AUTH_FAIL_WINDOW, AGENTMO
 AGENTMON_REQUEST_TIMEOUT, AGENTMON_KEEPALIVE_TIMEOUT, AGENTMON_MAX_EVENT_LOOP_DELAY,
 AGENTMON_RATE_LIMIT, AGENTMON_PRICES, AGENTMON_SYNCHRONOUS, AGENTMON_METRICS_TOKEN,
 AGENTMON_METRICS_PORT, AGENTMON_OTLP_GRPC_PORT, AGENTMON_REDIS_URL, AGENTMON_RETENTION_DAYS, AGENTMON_RETENTION_INTERVAL,
-AGENTMON_COOKIE_SECRET, AGENTMON_SESSION_HOURS, AGENTMON_LOGIN_FAIL_LIMIT, AGENTMON_LOGIN_FAIL_WINDOW.`;
+AGENTMON_COOKIE_SECRET, AGENTMON_SESSION_HOURS, AGENTMON_LOGIN_FAIL_LIMIT, AGENTMON_LOGIN_FAIL_WINDOW,
+AGENTMON_OIDC, AGENTMON_SSO_ONLY.`;
 
 export const FLAG_OPTIONS = {
   ...Object.fromEntries(

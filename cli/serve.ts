@@ -54,6 +54,8 @@ const appOptions = (config: Config) => ({
   rateLimit: config.rateLimit,
   metricsToken: config.metricsToken,
   sessionHours: config.sessionHours,
+  ssoOnly: config.ssoOnly,
+  ...(config.oidcProviders === undefined ? {} : { oidcProviders: config.oidcProviders }),
   logger: { level: config.logLevel },
 });
 

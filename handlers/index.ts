@@ -18,6 +18,7 @@ import { exportSession } from "./exportSession.ts";
 import { exportSessions } from "./exportSessions.ts";
 import { exportTraces } from "./exportTraces.ts";
 import { exportTracesSlash } from "./exportTracesSlash.ts";
+import { finishOidc } from "./finishOidc.ts";
 import { getAnalyticsBreakdown } from "./getAnalyticsBreakdown.ts";
 import { getAnalyticsTimeseries } from "./getAnalyticsTimeseries.ts";
 import { getHealth } from "./getHealth.ts";
@@ -51,6 +52,7 @@ import { setMember } from "./setMember.ts";
 import { setProjectRetention } from "./setProjectRetention.ts";
 import { setUserDisabled } from "./setUserDisabled.ts";
 import { signUp } from "./signUp.ts";
+import { startOidc } from "./startOidc.ts";
 import type { Deps, Handlers } from "./types.ts";
 import { updateEvents } from "./updateEvents.ts";
 import { updateSession } from "./updateSession.ts";
@@ -106,6 +108,8 @@ export const createHandlers = (deps: Deps) =>
     createResetLink: createResetLink(deps),
     setUserDisabled: setUserDisabled(deps),
     listAudit: listAudit(deps),
+    startOidc: startOidc(deps),
+    finishOidc: finishOidc(deps),
     listProjects: listProjects(deps),
     createProject: createProject(deps),
     listKeys: listKeys(deps),

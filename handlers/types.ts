@@ -18,6 +18,7 @@ import type { ApiKeyRecord, Claims, OtlpClaims, Scope } from "../domain/types.ts
 import type { operations } from "../generated/api.ts";
 import type { Context } from "../services/context.ts";
 import type { Metrics } from "../services/metrics.ts";
+import type { Oidc } from "../services/oidc.ts";
 import { type Actor, keyActor, type LoginLimits, personActor } from "../services/people.ts";
 
 type Op<K extends keyof operations> = operations[K];
@@ -71,6 +72,14 @@ export interface PeopleDeps {
   csrfToken(req: FastifyRequest, reply: FastifyReply): string;
   /** Clears the session cookie in the browser. */
   endSession(reply: FastifyReply): void;
+  /** OIDC: the flow's cookie, set, read (undefined when absent or forged) and cleared. */
+  setOidcFlow(reply: FastifyReply, flow: object): void;
+  oidcFlow(req: FastifyRequest): unknown;
+  clearOidcFlow(reply: FastifyReply): void;
+  /** The identity providers of AGENTMON_OIDC. */
+  oidc: Oidc;
+  /** AGENTMON_SSO_ONLY: passwords are refused; people sign in through a provider. */
+  ssoOnly: boolean;
 }
 
 /** What handlers are built from: the services' context, and what the server says of itself. */

@@ -53,6 +53,16 @@ const roleMissing = (project: string, role: Role | undefined, needs: string) =>
   });
 export const projectNotFound = (name: string) => notFound(`No project ${name}`);
 
+/** The OIDC flow's cookie: only the callback's path, Lax (see setOidcFlow). */
+export const OIDC_COOKIE = "agentmon_oidc";
+const OIDC_COOKIE_OPTIONS = {
+  path: "/v2/auth/oidc/",
+  httpOnly: true,
+  sameSite: "lax",
+  secure: "auto",
+  signed: true,
+} as const;
+
 /** Methods that change nothing: no CSRF token is asked of them. */
 const SAFE = new Set(["GET", "HEAD", "OPTIONS"]);
 
@@ -164,6 +174,28 @@ export async function browserSessions(app: FastifyInstance, options: BrowserSess
     /** A CSRF token for the request's session. */
     csrfToken(req: FastifyRequest, reply: FastifyReply) {
       return reply.generateCsrf({ userInfo: req.person?.sessionHash ?? "" } as never);
+    },
+    /**
+     * OIDC (decision 035): the flow's state, nonce and verifier, in a signed HttpOnly cookie for
+     * the callback only. SameSite=Lax: the callback is a top-level navigation from the provider's
+     * site, which a Strict cookie would not follow.
+     */
+    setOidcFlow(reply: FastifyReply, flow: object) {
+      reply.setCookie(OIDC_COOKIE, JSON.stringify(flow), { ...OIDC_COOKIE_OPTIONS, maxAge: 600 });
+    },
+    oidcFlow(req: FastifyRequest): unknown {
+      const raw = req.headers.cookie ? app.parseCookie(req.headers.cookie)[OIDC_COOKIE] : undefined;
+      if (raw === undefined) return undefined;
+      const { valid, value } = app.unsignCookie(raw);
+      if (!valid || value === null) return undefined;
+      try {
+        return JSON.parse(value);
+      } catch {
+        return undefined;
+      }
+    },
+    clearOidcFlow(reply: FastifyReply) {
+      reply.clearCookie(OIDC_COOKIE, { path: OIDC_COOKIE_OPTIONS.path });
     },
     /** Ends the cookie in the browser (the row is removed by the caller). */
     endSession(reply: FastifyReply) {

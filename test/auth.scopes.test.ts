@@ -180,6 +180,9 @@ const REQUESTS: Record<string, { ok: number; send: Send }> = {
   },
   createResetLink: { ok: 401, send: post("/v2/people/someone/reset_link", () => ({}), keyHeader) },
   listAudit: { ok: 200, send: get("/v2/audit", keyHeader) },
+  // No identity provider is configured here: a 404, whatever the key.
+  startOidc: { ok: 404, send: get("/v2/auth/oidc/corp/start", keyHeader) },
+  finishOidc: { ok: 404, send: get("/v2/auth/oidc/corp/callback?code=x&state=y", keyHeader) },
   listProjects: { ok: 401, send: get("/v2/projects", keyHeader) },
   createProject: { ok: 401, send: post("/v2/projects", () => ({ name: "p" }), keyHeader) },
   listKeys: { ok: 200, send: get("/v2/keys", keyHeader) },

@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 797247b27f6b11cf185bf8a53159b3c74cfe065678fd91dc71d4e35a777aa45c. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 6132c3e864b5a207874645667451e17b29c2aadceb2680d1071a56130515f264. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -1531,6 +1531,52 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/auth/oidc/{provider}/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Sign in through an identity provider (OpenID Connect)
+         * @description **People** (decision 035). Sends the browser to the provider named in `AGENTMON_OIDC`
+         *     (authorization code with PKCE); the state, nonce and PKCE verifier are kept in a signed,
+         *     HttpOnly cookie of this browser (`agentmon_oidc`, 10 minutes), never in a URL.
+         */
+        get: operations["startOidc"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/auth/oidc/{provider}/callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The identity provider's answer
+         * @description **People.** openid-client exchanges the code and checks the state, the nonce, the PKCE
+         *     verifier, the issuer (with the answer's `iss`) and the ID token's audience and signature;
+         *     any failure is a 400 and no session. The person is found by the email the provider
+         *     gives, or made; the groups claim sets their roles as `AGENTMON_OIDC` maps them. Then a
+         *     browser session starts, as logIn's, and the browser goes to the overview.
+         */
+        get: operations["finishOidc"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2891,6 +2937,8 @@ export interface components {
     parameters: {
         /** @description With a browser session, the project the request acts in (its name). Ignored with an API key, whose project is its own. */
         Project: string;
+        /** @description The identity provider's id in `AGENTMON_OIDC`. */
+        OidcProvider: string;
         /** @description An API key's id (from listKeys). */
         KeyId: string;
         /** @description A person's id. */
@@ -5636,6 +5684,62 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    startOidc: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The identity provider's id in `AGENTMON_OIDC`. */
+                provider: components["parameters"]["OidcProvider"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description To the identity provider. */
+            302: {
+                headers: {
+                    /** @description The provider's authorization URL. */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["InvalidQuery"];
+            404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    finishOidc: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The identity provider's id in `AGENTMON_OIDC`. */
+                provider: components["parameters"]["OidcProvider"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Signed in; to the overview page. */
+            302: {
+                headers: {
+                    /** @description The browser-session cookie, as logIn sets it. */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
