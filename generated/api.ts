@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 6132c3e864b5a207874645667451e17b29c2aadceb2680d1071a56130515f264. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 4c839e666a444ba76e5e7763eb51e3f217752eaddbffc9b16d86f6968bdf4dbc. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -1577,6 +1577,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/auth/providers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How people sign in here
+         * @description **People** (decision 035). The identity providers of `AGENTMON_OIDC` (their ids, for
+         *     `/v2/auth/oidc/{provider}/start`) and whether passwords are accepted; the sign-in form
+         *     shows what this says.
+         */
+        get: operations["listSignInMethods"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1671,6 +1693,13 @@ export interface components {
         };
         SetMemberRequest: {
             role: components["schemas"]["Role"];
+        };
+        SignInMethods: {
+            /** @constant */
+            status: "success";
+            providers: string[];
+            /** @description False when AGENTMON_SSO_ONLY is set. */
+            passwords: boolean;
         };
         LogInRequest: {
             email: string;
@@ -5739,6 +5768,30 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listSignInMethods: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The ways in. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SignInMethods"];
+                };
+            };
+            400: components["responses"]["InvalidQuery"];
             414: components["responses"]["UriTooLong"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

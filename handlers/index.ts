@@ -41,6 +41,7 @@ import { listMembers } from "./listMembers.ts";
 import { listProjects } from "./listProjects.ts";
 import { listSessionEvents } from "./listSessionEvents.ts";
 import { listSessions } from "./listSessions.ts";
+import { listSignInMethods } from "./listSignInMethods.ts";
 import { logIn } from "./logIn.ts";
 import { logOut } from "./logOut.ts";
 import { logOutEverywhere } from "./logOutEverywhere.ts";
@@ -108,6 +109,7 @@ export const createHandlers = (deps: Deps) =>
     createResetLink: createResetLink(deps),
     setUserDisabled: setUserDisabled(deps),
     listAudit: listAudit(deps),
+    listSignInMethods: listSignInMethods(deps),
     startOidc: startOidc(deps),
     finishOidc: finishOidc(deps),
     listProjects: listProjects(deps),

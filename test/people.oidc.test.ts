@@ -181,6 +181,8 @@ t.test("attack: a bad state, nonce or issuer, a code of another client, or no fl
 
 t.test("SSO only: passwords are refused; the provider still signs people in", async (t) => {
   const { api, issuer, start, callback } = await setUp(t, { ssoOnly: true });
+  const methods = await api.inject({ method: "GET", url: "/v2/auth/providers" });
+  t.same(methods.json(), { status: "success", providers: ["corp", "corp-other"], passwords: false });
   await person(api.store, "ann@example.com");
   isError(
     t,

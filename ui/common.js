@@ -239,6 +239,24 @@ function signInForm() {
     problem,
     h("p", {}, "Or read with an API key:"),
   );
+  // The identity providers of AGENTMON_OIDC, each a link; the password fields go when SSO only.
+  fetch("/v2/auth/providers", { cache: "no-store" })
+    .then((res) => (res.ok ? res.json() : null))
+    .then((methods) => {
+      if (!methods) return;
+      for (const id of methods.providers) {
+        const link = h(
+          "a",
+          { href: `/v2/auth/oidc/${encodeURIComponent(id)}/start`, class: "sso-link" },
+          `Sign in with ${id}`,
+        );
+        form.querySelector("h1").after(h("p", {}, link));
+      }
+      if (!methods.passwords) {
+        for (const element of form.querySelectorAll("label, input, .key-row")) element.hidden = true;
+      }
+    })
+    .catch(() => {});
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     const res = await fetch("/v2/auth/login", {
