@@ -7,6 +7,7 @@
 import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from "fastify";
 import openapiGlue from "fastify-openapi-glue";
 import type { Store } from "./db/store.ts";
+import { newSecret } from "./domain/keys.ts";
 import { type PriceTable, priceTable } from "./domain/prices.ts";
 import { createHandlers } from "./handlers/index.ts";
 import { credentials } from "./http/auth.ts";
@@ -19,13 +20,15 @@ import { lingerBound, lingeringClose } from "./http/linger.ts";
 import { requestMetrics } from "./http/metrics.ts";
 import { otlpRoutes } from "./http/otlp.ts";
 import { normaliseQuery } from "./http/parameters.ts";
-import type { RequestLimits } from "./http/ratelimit.ts";
+import { browserSessions } from "./http/people.ts";
+import { memoryLimits, type RequestLimits } from "./http/ratelimit.ts";
 import { routesOf, type Spec } from "./http/routes.ts";
 import { schemaOptions, validateEveryBody } from "./http/schemas.ts";
 import { refusingDeps, scopedHandlers } from "./http/scopes.ts";
 import { loadSpec } from "./lib/spec.ts";
 import { DEFAULT_INFLIGHT_BYTES, InflightBytes } from "./services/inflight.ts";
 import { Metrics } from "./services/metrics.ts";
+import { Oidc, type OidcProvider } from "./services/oidc.ts";
 
 export { SPEC_PATH } from "./lib/spec.ts";
 export const MIB = 1024 * 1024;
@@ -64,6 +67,21 @@ export interface AppOptions {
    * several nodes. The app closes them with itself. Default: in this process, with the numbers above.
    */
   limits?: RequestLimits;
+  /**
+   * People (docs/decisions/035-people.md): the secret that signs the browser-session and CSRF
+   * cookies (default: one kept in the database, made at first start), how many hours a session
+   * lives (default 168), and the sign-in throttle: failed sign-ins allowed per account and per
+   * address within the window (default 10 in 15 minutes), counted in `loginLimits` when given
+   * (http/ratelimit-shared.ts: shared by every node; the app closes it), else in this process.
+   */
+  cookieSecret?: string;
+  sessionHours?: number;
+  loginFailLimit?: number;
+  loginFailWindowMs?: number;
+  loginLimits?: RequestLimits;
+  /** Single sign-on (AGENTMON_OIDC): the identity providers; SSO only refuses passwords. */
+  oidcProviders?: OidcProvider[];
+  ssoOnly?: boolean;
   /** Prices llm events sent without a cost; default: prices/models.json. */
   prices?: PriceTable;
   /** What GET /metrics shows; by default the app's own, over `store`'s figures. */
@@ -111,6 +129,19 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   lingeringClose(app, linger);
   validateEveryBody(app);
   const credentialChecks = await credentials(app, { ...options, now, routes });
+  const cookieSecret = options.cookieSecret ?? (await store.metaValue("cookie_secret", newSecret()));
+  const sessions = await browserSessions(app, { store, routes, now, cookieSecret });
+  const loginLimits =
+    options.loginLimits ??
+    memoryLimits(
+      {
+        failureLimit: options.loginFailLimit ?? 10,
+        failureWindowMs: options.loginFailWindowMs ?? 900_000,
+        ratePerMinute: 0,
+      },
+      now,
+    );
+  app.addHook("onClose", async () => loginLimits.close());
   const pressure = await backpressure(app, options.maxEventLoopDelayMs);
   requestMetrics(app, { metrics, token: options.metricsToken, routes });
   app.addHook("preValidation", normaliseQuery);
@@ -132,6 +163,13 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     pressure,
     counts: metrics,
     metrics,
+    people: {
+      ...sessions,
+      limits: loginLimits,
+      sessionHours: options.sessionHours ?? 168,
+      oidc: new Oidc(options.oidcProviders ?? []),
+      ssoOnly: options.ssoOnly ?? false,
+    },
   };
   // 4.7: an operation's handler runs only for a credential with its scope (http/scopes.ts).
   const handlers = scopedHandlers(createHandlers(deps), createHandlers(refusingDeps(deps)), routes);

@@ -1,6 +1,6 @@
 /**
  * The `agentmon` command: `serve`, `keys create|list|revoke`, `prices check|import`,
- * `projects list|set-retention`, `sessions delete`, `export`, `import`, `rebuild` and `vacuum`. This is the only module that
+ * `projects list|set-retention`, `sessions delete`, `users`, `members`, `export`, `import`, `rebuild` and `vacuum`. This is the only module that
  * reads the environment and the command line (bin/agentmon.js hands them in); everything else
  * gets its settings passed in.
  */
@@ -14,6 +14,7 @@ import { projects } from "./cli/projects.ts";
 import { rebuild } from "./cli/rebuild.ts";
 import { serve } from "./cli/serve.ts";
 import { type SessionFlags, sessions } from "./cli/sessions.ts";
+import { members, type UserFlags, users } from "./cli/users.ts";
 import { vacuum } from "./cli/vacuum.ts";
 
 const console_: Output = {
@@ -46,6 +47,8 @@ export async function main(
       return await exportCommand(values as ExportFlags, loadConfig(env, flags), io, stdout);
     }
     if (command === "import") return await importCommand(sub, values as ExportFlags, loadConfig(env, flags), io);
+    if (command === "users") return await users(sub, rest, values as UserFlags, loadConfig(env, flags), io);
+    if (command === "members") return await members(sub, rest, values as UserFlags, loadConfig(env, flags), io);
     if (command === "vacuum") return await vacuum(loadConfig(env, flags), io);
     if (command === "rebuild") return await rebuild(loadConfig(env, flags), io, values.resume === true);
     io.err(USAGE);

@@ -3,9 +3,13 @@
  * flag, its default and how it is read and checked. server.ts hands in the environment and the
  * flags; nothing here reads them itself.
  */
+
+import { readFileSync } from "node:fs";
 import { SYNCHRONOUS, type Synchronous } from "../db/sqlite/open.ts";
 import { isApiKeyShape } from "../domain/keys.ts";
+import { isRole } from "../domain/people.ts";
 import { type PriceEntry, readPrices } from "../domain/prices.ts";
+import type { OidcProvider } from "../services/oidc.ts";
 
 const MIB = 1024 * 1024;
 
@@ -53,6 +57,17 @@ export interface Config {
   retentionDays: number | undefined;
   /** Seconds between two retention sweeps of `serve`. */
   retentionIntervalSeconds: number;
+  /** People (decision 035): the secret that signs the browser cookies; unset: one kept in the database. */
+  cookieSecret: string | undefined;
+  /** How long a browser session lives, in hours. */
+  sessionHours: number;
+  /** Failed sign-ins allowed per account and per address within the window. */
+  loginFailLimit: number;
+  loginFailWindowSeconds: number;
+  /** Single sign-on: the OpenID Connect providers (a JSON list, or a file holding one). */
+  oidcProviders: OidcProvider[] | undefined;
+  /** Passwords are refused: people sign in through a provider. */
+  ssoOnly: boolean;
 }
 
 /** A configuration mistake: reported as one line, never a stack trace. */
@@ -152,7 +167,74 @@ const SETTINGS = {
     fallback: "600",
     read: (v: string) => integer(v, "AGENTMON_RETENTION_INTERVAL", 1, 86_400),
   },
+  cookieSecret: { env: "AGENTMON_COOKIE_SECRET", flag: "cookie-secret", fallback: undefined, read: readCookieSecret },
+  sessionHours: {
+    env: "AGENTMON_SESSION_HOURS",
+    flag: "session-hours",
+    fallback: "168",
+    read: (v: string) => integer(v, "AGENTMON_SESSION_HOURS", 1, 8760),
+  },
+  loginFailLimit: {
+    env: "AGENTMON_LOGIN_FAIL_LIMIT",
+    flag: "login-fail-limit",
+    fallback: "10",
+    read: (v: string) => integer(v, "AGENTMON_LOGIN_FAIL_LIMIT", 1, 1_000_000),
+  },
+  loginFailWindowSeconds: {
+    env: "AGENTMON_LOGIN_FAIL_WINDOW",
+    flag: "login-fail-window",
+    fallback: "900",
+    read: (v: string) => integer(v, "AGENTMON_LOGIN_FAIL_WINDOW", 1, 86_400),
+  },
+  oidcProviders: { env: "AGENTMON_OIDC", flag: "oidc", fallback: undefined, read: readOidc },
+  ssoOnly: {
+    env: "AGENTMON_SSO_ONLY",
+    flag: "sso-only",
+    fallback: "false",
+    read: (v: string) => {
+      if (v !== "true" && v !== "false") throw new ConfigError(`AGENTMON_SSO_ONLY must be true or false (got "${v}")`);
+      return v === "true";
+    },
+  },
 } as const;
+
+/**
+ * AGENTMON_OIDC: a JSON list of providers, or the path of a file holding one: each
+ * {id, issuer, client_id, client_secret, groups_claim?, roles?: [{group, project, role}]}.
+ */
+function readOidc(value: string): OidcProvider[] {
+  let list: unknown;
+  try {
+    list = JSON.parse(value.trim().startsWith("[") ? value : readFileSync(value, "utf8"));
+  } catch (error) {
+    throw new ConfigError(
+      `AGENTMON_OIDC must be a JSON list of providers, or a file holding one: ${(error as Error).message}`,
+    );
+  }
+  const ok = (p: Record<string, unknown>) =>
+    ["id", "issuer", "client_id", "client_secret"].every((k) => typeof p[k] === "string" && p[k] !== "") &&
+    /^[A-Za-z0-9_-]{1,64}$/.test(String(p.id)) &&
+    (p.roles === undefined ||
+      (Array.isArray(p.roles) &&
+        p.roles.every(
+          (r: Record<string, unknown>) =>
+            typeof r.group === "string" && typeof r.project === "string" && isRole(r.role),
+        )));
+  if (!Array.isArray(list) || !list.every((p) => typeof p === "object" && p !== null && ok(p))) {
+    throw new ConfigError(
+      "AGENTMON_OIDC: each provider needs id (letters, digits, - and _), issuer, client_id and client_secret; roles, when given, [{group, project, role}] with a role of viewer, annotator, editor, admin",
+    );
+  }
+  return list as OidcProvider[];
+}
+
+/** A secret of at least 32 visible ASCII characters: it signs every browser session's cookie. */
+function readCookieSecret(value: string): string {
+  if (!/^[\x21-\x7e]{32,1024}$/.test(value)) {
+    throw new ConfigError("AGENTMON_COOKIE_SECRET must be 32 to 1024 visible ASCII characters (a long random string)");
+  }
+  return value;
+}
 
 /** A retention: a whole number of days from 1 to 36500, or `forever` (undefined). */
 export function readDays(value: string, name = "AGENTMON_RETENTION_DAYS"): number | undefined {
@@ -326,6 +408,8 @@ export const USAGE = `Usage:
                  [--max-event-loop-delay MS] [--rate-limit PER_MINUTE] [--prices FILE]
                  [--synchronous normal|full] [--metrics-token T] [--metrics-port N] [--otlp-grpc-port N]
                  [--redis-url URL] [--retention-days DAYS|forever] [--retention-interval SECONDS]
+                 [--cookie-secret S] [--session-hours N] [--login-fail-limit N] [--login-fail-window SECONDS]
+                 [--oidc JSON|FILE] [--sso-only true|false]
   agentmon keys create [--project NAME] [--scope ingest,read,admin]
                                           create an API key; it is printed once. Scopes (4.7):
                                           ingest (write API, OTLP), read (read API, web UI),
@@ -346,6 +430,17 @@ export const USAGE = `Usage:
                                           write the project's sessions as GET /v2/export does
                                           (standard output by default)
   agentmon import FILE [--project NAME]   read an NDJSON export back; importing twice changes nothing
+  agentmon users create --email E [--name N] [--owner] [--project P --role R]
+                                          make a person's account; prints a one-time link that
+                                          sets its password
+  agentmon users list                     people, owners and who is disabled
+  agentmon users invite --email E --project P --role R
+                                          a one-time link that makes the account, with its role
+  agentmon users reset-link <email>       a one-time link that sets the password (a day)
+  agentmon users disable|enable <email>   disabling ends their browser sessions at once
+  agentmon members list [--project P]     who has which role in which project
+  agentmon members set <project> <email> <viewer|annotator|editor|admin>
+  agentmon members remove <project> <email>
   agentmon vacuum                         SQLite: rewrite the file, turning on incremental
                                           auto-vacuum; pauses writes while it runs
   agentmon rebuild [--resume]             make every projection (totals, rollups, search index)
@@ -359,7 +454,9 @@ AGENTMON_INFLIGHT_BYTES, AGENTMON_MAX_EVENTS,
 AGENTMON_LOG_LEVEL, AGENTMON_AUTH_FAIL_LIMIT, AGENTMON_AUTH_FAIL_WINDOW, AGENTMON_TRUST_PROXY,
 AGENTMON_REQUEST_TIMEOUT, AGENTMON_KEEPALIVE_TIMEOUT, AGENTMON_MAX_EVENT_LOOP_DELAY,
 AGENTMON_RATE_LIMIT, AGENTMON_PRICES, AGENTMON_SYNCHRONOUS, AGENTMON_METRICS_TOKEN,
-AGENTMON_METRICS_PORT, AGENTMON_OTLP_GRPC_PORT, AGENTMON_REDIS_URL, AGENTMON_RETENTION_DAYS, AGENTMON_RETENTION_INTERVAL.`;
+AGENTMON_METRICS_PORT, AGENTMON_OTLP_GRPC_PORT, AGENTMON_REDIS_URL, AGENTMON_RETENTION_DAYS, AGENTMON_RETENTION_INTERVAL,
+AGENTMON_COOKIE_SECRET, AGENTMON_SESSION_HOURS, AGENTMON_LOGIN_FAIL_LIMIT, AGENTMON_LOGIN_FAIL_WINDOW,
+AGENTMON_OIDC, AGENTMON_SSO_ONLY.`;
 
 export const FLAG_OPTIONS = {
   ...Object.fromEntries(
@@ -376,11 +473,15 @@ export const FLAG_OPTIONS = {
       "agent-id",
       "q",
       "conversation-id",
+      "email",
+      "name",
+      "role",
     ].map((flag) => [flag, { type: "string" as const }]),
   ),
   tag: { type: "string" as const, multiple: true },
   "dry-run": { type: "boolean" as const },
   resume: { type: "boolean" as const },
+  owner: { type: "boolean" as const },
 };
 
 /** Where the commands write: the console, or what a test collects. */

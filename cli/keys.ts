@@ -2,6 +2,7 @@
 import type { Store } from "../db/store.ts";
 import { hashApiKey, isApiKeyShape, keyPrefix, readScopes, SCOPES } from "../domain/keys.ts";
 import type { ApiKeyRecord, Scope } from "../domain/types.ts";
+import { audit, CLI_ACTOR } from "../services/people.ts";
 import { type Config, ConfigError, DEFAULT_PROJECT, type Output, USAGE } from "./config.ts";
 import { openCommandStore } from "./storage.ts";
 
@@ -17,6 +18,9 @@ export async function createKey(
   const record = await store.createApiKey(hashApiKey(key), keyPrefix(key), project, now(), scopes);
   return { key, record };
 }
+
+/** What the audit trail needs (decision 035): the store and the clock. */
+export const auditContext = (store: Store) => ({ store, now: Date.now, publicUrl: () => "" });
 
 const describeKey = (k: ApiKeyRecord) =>
   `${k.prefix}…  ${k.project_name}  ${k.scopes.join(",")}  created ${k.created_at}${k.revoked_at ? `  REVOKED ${k.revoked_at}` : ""}`;
@@ -44,6 +48,11 @@ export async function keys(
       const project = flags.project ?? DEFAULT_PROJECT;
       if (project.trim() === "") throw new ConfigError("--project must not be empty");
       const { key, record } = await createKey(store, project, undefined, scopes);
+      await audit(auditContext(store), CLI_ACTOR, "key.created", {
+        projectId: record.project_id,
+        target: `${record.prefix}…`,
+        details: { scopes: record.scopes },
+      });
       io.out(key);
       io.err(
         `Created API key ${record.prefix}… in project "${project}" with scope${record.scopes.length === 1 ? "" : "s"} ${record.scopes.join(",")}. Keep it now: it is not shown again.`,
@@ -76,6 +85,10 @@ export async function keys(
         return 0;
       }
       await store.revokeApiKey(key.id, now());
+      await audit(auditContext(store), CLI_ACTOR, "key.revoked", {
+        projectId: key.project_id,
+        target: `${key.prefix}…`,
+      });
       io.out(`Revoked API key ${key.prefix}… of project "${key.project_name}"; it and its JWTs now fail.`);
       return 0;
     }

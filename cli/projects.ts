@@ -1,6 +1,8 @@
 /** `agentmon projects list|set-retention`: projects and their retention, on either engine. */
 import type { ProjectRecord } from "../domain/types.ts";
+import { audit, CLI_ACTOR } from "../services/people.ts";
 import { type Config, ConfigError, type Output, readDays, USAGE } from "./config.ts";
+import { auditContext } from "./keys.ts";
 import { openCommandStore } from "./storage.ts";
 
 /** How a project's retention reads, with the server default it falls back on. */
@@ -35,6 +37,10 @@ export async function projects(sub: string | undefined, args: string[], config: 
     const name = args[0] ?? "";
     const project = await store.setRetention(name, days as number | null);
     if (project === undefined) throw new ConfigError(`no project is named "${name}" (agentmon projects list)`);
+    await audit(auditContext(store), CLI_ACTOR, "retention.changed", {
+      projectId: project.id,
+      details: { retention_days: project.retention_days },
+    });
     io.out(`Project "${project.name}": retention ${describeRetention(project.retention_days)}.`);
     return 0;
   } finally {

@@ -8,6 +8,7 @@ import type { GrpcListener } from "../http/grpc.ts";
 import { type MetricsListener, metricsListener } from "../http/metrics.ts";
 import type { RequestLimits } from "../http/ratelimit.ts";
 import { Metrics } from "../services/metrics.ts";
+import { ownerLinkIfNoOne } from "../services/people.ts";
 import { startSweeper } from "../services/retention.ts";
 import { type Config, ConfigError, DEFAULT_PROJECT, type Output } from "./config.ts";
 import { createKey } from "./keys.ts";
@@ -51,6 +52,9 @@ const appOptions = (config: Config) => ({
   maxEventLoopDelayMs: config.maxEventLoopDelayMs,
   rateLimit: config.rateLimit,
   metricsToken: config.metricsToken,
+  sessionHours: config.sessionHours,
+  ssoOnly: config.ssoOnly,
+  ...(config.oidcProviders === undefined ? {} : { oidcProviders: config.oidcProviders }),
   logger: { level: config.logLevel },
 });
 
@@ -103,8 +107,10 @@ export async function serve(config: Config, io: Output): Promise<number> {
   let firstKey: string | undefined;
   let prices: ReturnType<typeof priceTable>;
   let limits: RequestLimits | undefined;
+  let loginLimits: RequestLimits | undefined;
   try {
     limits = await chooseLimits(config, io, pool); // 4.6 and O3: in Redis, PostgreSQL or this process
+    loginLimits = await chooseLimits(config, io, pool, true); // sign-in throttling, in the same place
     // The layers the store re-prices updates with, in the same order (docs/decisions/015-prices.md).
     const imported = await store.importedPrices();
     try {
@@ -117,6 +123,7 @@ export async function serve(config: Config, io: Output): Promise<number> {
     else if ((await store.listApiKeys()).length === 0) firstKey = (await createKey(store, DEFAULT_PROJECT)).key;
   } catch (error) {
     await limits?.close();
+    await loginLimits?.close();
     await store.close(); // the app owns the store only once it is built
     throw error;
   }
@@ -132,6 +139,8 @@ export async function serve(config: Config, io: Output): Promise<number> {
     jwtSecret,
     metrics,
     limits,
+    loginLimits,
+    ...(config.cookieSecret === undefined ? {} : { cookieSecret: config.cookieSecret }),
     publicUrl: () => base ?? "",
   });
   let metricsPort: MetricsListener | undefined;
@@ -203,6 +212,14 @@ export async function serve(config: Config, io: Output): Promise<number> {
   // The listen address, with the real port when PORT=0; a wildcard host is no address to visit.
   base ??= address.replace(/\/\/(\[::\]|0\.0\.0\.0)(?=:)/, "//localhost");
   showFirstKey(base);
+  // Issue 26: while nobody has an account, each start prints a one-time link that makes the
+  // owner's (a lost one is replaced by restarting; each works once, for 7 days).
+  const ownerLink = await ownerLinkIfNoOne({ store, now: Date.now, publicUrl: () => base ?? "" });
+  if (ownerLink) {
+    io.out(
+      `agentmon: nobody has an account yet. This one-time link makes the owner's (until ${ownerLink.expires_at}):\n  ${ownerLink.link}`,
+    );
+  }
   if (firstKey === undefined && config.apiKey === undefined) {
     io.out("agentmon: API keys: `agentmon keys create` makes a new one, `agentmon keys list` shows them");
   }

@@ -1,8 +1,10 @@
 /** `agentmon sessions delete`: the bulk delete of POST /v2/delete_sessions, from the command line. */
 import { parseTimestamp } from "../domain/timestamps.ts";
 import type { SessionFilter } from "../domain/types.ts";
+import { audit, CLI_ACTOR } from "../services/people.ts";
 import { deleteSessions } from "../services/retention.ts";
 import { type Config, ConfigError, DEFAULT_PROJECT, type Output, USAGE } from "./config.ts";
+import { auditContext } from "./keys.ts";
 import { openCommandStore } from "./storage.ts";
 
 export interface SessionFlags {
@@ -30,6 +32,12 @@ export async function sessions(sub: string | undefined, flags: SessionFlags, con
     const project = (await store.listProjects()).find((p) => p.name === name);
     if (project === undefined) throw new ConfigError(`no project is named "${name}" (agentmon projects list)`);
     const removed = await deleteSessions(store, project.id, filter, dryRun);
+    if (!dryRun && removed.sessions > 0) {
+      await audit(auditContext(store), CLI_ACTOR, "sessions.deleted", {
+        projectId: project.id,
+        details: { ...removed, before: before.iso, tags: flags.tag ?? [] },
+      });
+    }
     io.out(
       `${dryRun ? "Would delete" : "Deleted"} ${removed.sessions} sessions and ${removed.events} events of project "${name}" started before ${before.iso}.`,
     );

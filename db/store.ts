@@ -10,6 +10,17 @@
 
 import type { Breakdown, BreakdownRequest, Measures, Range } from "../domain/analytics.ts";
 import type {
+  AuditRecord,
+  BrowserSessionRecord,
+  MemberRecord,
+  NewAudit,
+  NewUser,
+  Role,
+  UserRecord,
+  UserToken,
+  UserWithPassword,
+} from "../domain/people.ts";
+import type {
   AgentRecord,
   ApiKeyRecord,
   DeleteBatch,
@@ -57,6 +68,8 @@ export interface Store {
   listApiKeys(): Promise<ApiKeyRecord[]>;
   revokeApiKey(id: string, now: string): Promise<void>;
 
+  /** Makes a project without a key (issue 26: an owner's act); Conflict when a project has that name. */
+  createProject(name: string, now: string): Promise<ProjectRecord>;
   /** Every project, by name, with its retention. */
   listProjects(): Promise<ProjectRecord[]>;
   /**
@@ -64,6 +77,69 @@ export interface Store {
    * answers the project, or undefined when no project has that name (none is made).
    */
   setRetention(projectName: string, days: number | null): Promise<ProjectRecord | undefined>;
+
+  /**
+   * People (docs/decisions/035-people.md). Emails come lower-cased (domain/people.ts normalEmail).
+   * createUser: Conflict when a person has that email; with `member`, the membership is made in
+   * the same transaction.
+   */
+  createUser(user: NewUser, member?: { projectId: string; role: Role }): Promise<UserRecord>;
+  userById(id: string): Promise<UserRecord | undefined>;
+  /** The person with that email, with their password hash (sign-in only). */
+  userByEmail(email: string): Promise<UserWithPassword | undefined>;
+  /** Every person, oldest first. */
+  listUsers(): Promise<UserRecord[]>;
+  /**
+   * Disables the person (`at`) and removes every browser session of theirs in the same
+   * transaction, so that no node lets them in from then on; null enables them again. Undefined
+   * when there is no such person.
+   */
+  setUserDisabled(userId: string, at: string | null): Promise<UserRecord | undefined>;
+  /** Keeps a one-time link (its hash). */
+  createUserToken(token: UserToken): Promise<void>;
+  /**
+   * Signs up through a one-time link, in one transaction: the token (of that kind, unused, not
+   * expired at `now`; an invitation's email must be `user.email`) is marked used, the person is
+   * made (the owner for an `owner` link) and an invitation's membership given. `invalid` when
+   * the token is not so; Conflict when a person has that email.
+   */
+  signUp(tokenHash: string, kind: "owner" | "invite", user: NewUser, now: string): Promise<UserRecord | "invalid">;
+  /**
+   * Sets a password through a `reset` link, in one transaction: the token is marked used, the
+   * hash stored and every browser session of the person removed. Undefined when the token is not
+   * live (used, expired, of another kind) or its person is disabled.
+   */
+  resetPassword(tokenHash: string, passwordHash: string, now: string): Promise<UserRecord | undefined>;
+  /** Sets, changes (role) or removes (null) a person's membership; answers the role they had before. */
+  setMember(projectId: string, userId: string, role: Role | null, now: string): Promise<Role | undefined>;
+  /** The members of a project (every project's when undefined), by project name then email. */
+  listMembers(projectId?: string): Promise<MemberRecord[]>;
+  /** A person's memberships, by project name. */
+  membershipsOf(userId: string): Promise<MemberRecord[]>;
+  /** Keeps a browser session (the hash of the cookie's random id). */
+  createBrowserSession(session: BrowserSessionRecord): Promise<void>;
+  /**
+   * The session and its person, read in one statement, when the session exists, has not expired
+   * at `now`, and its person is not disabled; else undefined. Every cookie request asks, on
+   * every node: nothing is cached, so a removal is seen by the next request.
+   */
+  browserSession(idHash: string, now: string): Promise<{ session: BrowserSessionRecord; user: UserRecord } | undefined>;
+  /** Removes one browser session (logout). */
+  deleteBrowserSession(idHash: string): Promise<void>;
+  /** Removes every browser session of the person (logout everywhere); answers how many. */
+  deleteUserSessions(userId: string): Promise<number>;
+  /** Appends to the audit trail (never changed or removed); answers the record with its seq. */
+  appendAudit(record: NewAudit): Promise<AuditRecord>;
+  /**
+   * A page of the audit trail, newest first, after `beforeSeq` when given; only the project's
+   * acts when `projectId` is given (the instance's own acts too when `withInstance`).
+   */
+  listAudit(options: {
+    projectId?: string | undefined;
+    withInstance?: boolean;
+    beforeSeq?: number | undefined;
+    limit: number;
+  }): Promise<AuditRecord[]>;
 
   /** Creates the session unless its id exists (in any project); says which project owns it now. */
   createSession(projectId: string, session: NewSession): Promise<{ created: boolean; projectId: string }>;

@@ -1,14 +1,14 @@
 import { exportDocument } from "../domain/views.ts";
 import { exportOtlp } from "../services/otlp.ts";
 import { readSession } from "../services/reads.ts";
-import { apiKeyOf, type Deps, type Handler } from "./types.ts";
+import { type Deps, type Handler, projectIdOf } from "./types.ts";
 
 /** The whole session in one document, read in one transaction so that stats and events agree. */
 export const exportSession =
   (deps: Deps): Handler<"exportSession"> =>
   async (req) => {
     const id = req.params.session_id;
-    if (req.query.format === "otlp") return exportOtlp(deps, apiKeyOf(req).project_id, id);
-    const found = await readSession(deps.store, apiKeyOf(req).project_id, id, { agents: true, events: true });
+    if (req.query.format === "otlp") return exportOtlp(deps, projectIdOf(req), id);
+    const found = await readSession(deps.store, projectIdOf(req), id, { agents: true, events: true });
     return { status: "success" as const, ...exportDocument(found) };
   };

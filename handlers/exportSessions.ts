@@ -1,6 +1,6 @@
 import { Readable } from "node:stream";
 import { type ExportFormat, exportFilter, exportLines } from "../services/export.ts";
-import { apiKeyOf, type Deps, type Handler } from "./types.ts";
+import { type Deps, type Handler, projectIdOf } from "./types.ts";
 
 const MEDIA_TYPES: Record<ExportFormat, string> = {
   ndjson: "application/x-ndjson; charset=utf-8",
@@ -24,7 +24,7 @@ export const exportSessions =
     const { format = "ndjson", ...fields } = req.query;
     const filter = exportFilter(fields);
     const chosen: ExportFormat = format;
-    const lines = exportLines(deps.store, apiKeyOf(req).project_id, filter, chosen);
+    const lines = exportLines(deps.store, projectIdOf(req), filter, chosen);
     // The first chunk is made before the status is sent: storage failing (or refused, without the
     // scope) at the start is still an ordinary error answer.
     const first = await lines.next();

@@ -1,13 +1,13 @@
 import { measuresView } from "../domain/analytics.ts";
 import { isoFromMicros } from "../domain/views.ts";
 import { breakdown } from "../services/analytics.ts";
-import { apiKeyOf, type Deps, type Handler } from "./types.ts";
+import { type Deps, type Handler, projectIdOf } from "./types.ts";
 
 /** The measures by model, kind, tag, end state, agent or tool: the top N and the rest. */
 export const getAnalyticsBreakdown =
   (deps: Deps): Handler<"getAnalyticsBreakdown"> =>
   async (req) => {
-    const found = await breakdown(deps.store, apiKeyOf(req).project_id, req.query, deps.now());
+    const found = await breakdown(deps.store, projectIdOf(req), req.query, deps.now());
     return {
       status: "success" as const,
       by: found.by,

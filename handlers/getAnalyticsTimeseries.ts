@@ -1,13 +1,13 @@
 import { isoInZone, measuresView } from "../domain/analytics.ts";
 import { isoFromMicros } from "../domain/views.ts";
 import { timeseries } from "../services/analytics.ts";
-import { apiKeyOf, type Deps, type Handler } from "./types.ts";
+import { type Deps, type Handler, projectIdOf } from "./types.ts";
 
 /** Sessions, events, failures, tokens, cost and duration percentiles per day or hour of the caller's zone. */
 export const getAnalyticsTimeseries =
   (deps: Deps): Handler<"getAnalyticsTimeseries"> =>
   async (req) => {
-    const found = await timeseries(deps.store, apiKeyOf(req).project_id, req.query ?? {}, deps.now());
+    const found = await timeseries(deps.store, projectIdOf(req), req.query ?? {}, deps.now());
     return {
       status: "success" as const,
       bucket: found.bucket,

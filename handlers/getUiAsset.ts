@@ -1,8 +1,8 @@
 import { notFound } from "../domain/errors.ts";
-import { ASSETS, sendUiFile, uiFiles } from "../ui/assets.ts";
+import { ASSETS, PAGE_ASSETS, sendUiFile, uiFiles } from "../ui/assets.ts";
 import type { Deps, Handler } from "./types.ts";
 
-const served: ReadonlySet<string> = new Set(ASSETS);
+const served: ReadonlySet<string> = new Set([...ASSETS, ...PAGE_ASSETS]);
 
 /** A script, style sheet or icon of the web UI, by name from a fixed list (never by path). */
 export const getUiAsset = (_deps: Deps): Handler<"getUiAsset"> => {

@@ -2,7 +2,11 @@ import { createAgent } from "./createAgent.ts";
 import { createDeveloperError } from "./createDeveloperError.ts";
 import { createEvents } from "./createEvents.ts";
 import { createEventsUnversioned } from "./createEventsUnversioned.ts";
+import { createInvitation } from "./createInvitation.ts";
+import { createKey } from "./createKey.ts";
 import { createOtlpToken } from "./createOtlpToken.ts";
+import { createProject } from "./createProject.ts";
+import { createResetLink } from "./createResetLink.ts";
 import { createSession } from "./createSession.ts";
 import { createSessionUnversioned } from "./createSessionUnversioned.ts";
 import { createThread } from "./createThread.ts";
@@ -14,10 +18,12 @@ import { exportSession } from "./exportSession.ts";
 import { exportSessions } from "./exportSessions.ts";
 import { exportTraces } from "./exportTraces.ts";
 import { exportTracesSlash } from "./exportTracesSlash.ts";
+import { finishOidc } from "./finishOidc.ts";
 import { getAnalyticsBreakdown } from "./getAnalyticsBreakdown.ts";
 import { getAnalyticsTimeseries } from "./getAnalyticsTimeseries.ts";
 import { getHealth } from "./getHealth.ts";
 import { getHealthAlias } from "./getHealthAlias.ts";
+import { getMe } from "./getMe.ts";
 import { getMetrics } from "./getMetrics.ts";
 import { getOpenapiSpec } from "./getOpenapiSpec.ts";
 import { getReadiness } from "./getReadiness.ts";
@@ -29,9 +35,25 @@ import { getUiDrilldownRedirect } from "./getUiDrilldownRedirect.ts";
 import { getUiHome } from "./getUiHome.ts";
 import { getUiSession } from "./getUiSession.ts";
 import { getUiSessions } from "./getUiSessions.ts";
+import { listAudit } from "./listAudit.ts";
+import { listKeys } from "./listKeys.ts";
+import { listMembers } from "./listMembers.ts";
+import { listProjects } from "./listProjects.ts";
 import { listSessionEvents } from "./listSessionEvents.ts";
 import { listSessions } from "./listSessions.ts";
+import { listSignInMethods } from "./listSignInMethods.ts";
+import { logIn } from "./logIn.ts";
+import { logOut } from "./logOut.ts";
+import { logOutEverywhere } from "./logOutEverywhere.ts";
 import { reauthorizeJwt } from "./reauthorizeJwt.ts";
+import { removeMember } from "./removeMember.ts";
+import { resetPassword } from "./resetPassword.ts";
+import { revokeKey } from "./revokeKey.ts";
+import { setMember } from "./setMember.ts";
+import { setProjectRetention } from "./setProjectRetention.ts";
+import { setUserDisabled } from "./setUserDisabled.ts";
+import { signUp } from "./signUp.ts";
+import { startOidc } from "./startOidc.ts";
 import type { Deps, Handlers } from "./types.ts";
 import { updateEvents } from "./updateEvents.ts";
 import { updateSession } from "./updateSession.ts";
@@ -77,4 +99,26 @@ export const createHandlers = (deps: Deps) =>
     createDeveloperError: createDeveloperError(deps),
     createThread: createThread(deps),
     getUiDrilldownRedirect: getUiDrilldownRedirect(deps),
+    logIn: logIn(deps),
+    signUp: signUp(deps),
+    resetPassword: resetPassword(deps),
+    logOut: logOut(deps),
+    logOutEverywhere: logOutEverywhere(deps),
+    getMe: getMe(deps),
+    createInvitation: createInvitation(deps),
+    createResetLink: createResetLink(deps),
+    setUserDisabled: setUserDisabled(deps),
+    listAudit: listAudit(deps),
+    listSignInMethods: listSignInMethods(deps),
+    startOidc: startOidc(deps),
+    finishOidc: finishOidc(deps),
+    listProjects: listProjects(deps),
+    createProject: createProject(deps),
+    listKeys: listKeys(deps),
+    createKey: createKey(deps),
+    revokeKey: revokeKey(deps),
+    listMembers: listMembers(deps),
+    setMember: setMember(deps),
+    removeMember: removeMember(deps),
+    setProjectRetention: setProjectRetention(deps),
   }) satisfies Handlers;

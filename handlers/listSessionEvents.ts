@@ -1,13 +1,13 @@
 import { readEventView } from "../domain/views.ts";
 import { listEvents } from "../services/reads.ts";
-import { apiKeyOf, type Deps, type Handler } from "./types.ts";
+import { type Deps, type Handler, projectIdOf } from "./types.ts";
 
 /** A page of a session's events in time order, as they were sent (G5), with their cost source. */
 export const listSessionEvents =
   (deps: Deps): Handler<"listSessionEvents"> =>
   async (req) => {
     const id = req.params.session_id;
-    const page = await listEvents(deps.store, apiKeyOf(req).project_id, id, req.query);
+    const page = await listEvents(deps.store, projectIdOf(req), id, req.query);
     return {
       status: "success" as const,
       events: page.items.map((event) => readEventView(event, id)),

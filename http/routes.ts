@@ -4,6 +4,7 @@
  * 405 answers), and which media types the responses use.
  */
 import { SCOPES } from "../domain/keys.ts";
+import { ROLE_NEEDS, type RoleNeed } from "../domain/people.ts";
 import type { Scope } from "../domain/types.ts";
 
 export type Security = "apiKey" | "jwt" | "otlp" | "metrics" | "none";
@@ -11,6 +12,7 @@ export type Security = "apiKey" | "jwt" | "otlp" | "metrics" | "none";
 interface Operation {
   operationId?: string;
   "x-agentmon-scope"?: unknown;
+  "x-agentmon-role"?: unknown;
   security?: Record<string, string[]>[];
   requestBody?: unknown;
   responses?: Record<string, { $ref?: string; content?: object }>;
@@ -47,6 +49,28 @@ function scopeOf(operationId: string, operation: Operation): Scope | undefined {
   );
 }
 
+/**
+ * Issue 26: the role a person needs for an operation, from its `x-agentmon-role` (decision 035),
+ * checked as the scope is: an operation that does not say stops the app from being built.
+ */
+function roleOf(operationId: string, operation: Operation): RoleNeed {
+  const role = operation["x-agentmon-role"];
+  if ((ROLE_NEEDS as readonly unknown[]).includes(role)) return role as RoleNeed;
+  throw new Error(
+    `openapi.yaml: operation ${operationId} needs x-agentmon-role: ${ROLE_NEEDS.join(" | ")} (got ${JSON.stringify(role)})`,
+  );
+}
+
+/** Whether a person's browser session is among the operation's credentials. */
+const takesBrowserSession = (operation: Operation) =>
+  (operation.security ?? []).some((requirement) => "browserSession" in requirement);
+
+/** What a route needs of a person: its operation, and the role. */
+export interface PersonRule {
+  operationId: string;
+  role: RoleNeed;
+}
+
 export interface Routes {
   /** The credential a route needs, by Fastify's method and URL (`GET /v2/sessions/:session_id`). */
   security(method: string, url: string): Security;
@@ -56,6 +80,13 @@ export interface Routes {
   responseMediaTypes: Set<string>;
   /** 4.7: the scope each operation needs, by operationId; absent for `x-agentmon-scope: none`. */
   scopes: Map<string, Scope>;
+  /** Issue 26: each operation's `x-agentmon-role`, by operationId. */
+  roles: Map<string, RoleNeed>;
+  /**
+   * What a person needs for a route that takes a browser session (by Fastify's method and URL, as
+   * `security`); undefined for a route that does not.
+   */
+  person(method: string, url: string): PersonRule | undefined;
 }
 
 export function routesOf(spec: Spec): Routes {
@@ -63,6 +94,8 @@ export function routesOf(spec: Spec): Routes {
   const methods = new Map<string, { pattern: RegExp; allowed: string[] }>();
   const mediaTypes = new Set<string>();
   const scopes = new Map<string, Scope>();
+  const roles = new Map<string, RoleNeed>();
+  const people = new Map<string, PersonRule>();
   const shared = spec.components.responses ?? {};
   for (const [path, item] of Object.entries(spec.paths)) {
     for (const [method, operation] of Object.entries(item)) {
@@ -70,6 +103,9 @@ export function routesOf(spec: Spec): Routes {
       const operationId = operation.operationId ?? `${method.toUpperCase()} ${path}`;
       const scope = scopeOf(operationId, operation);
       if (scope !== undefined) scopes.set(operationId, scope);
+      const role = roleOf(operationId, operation);
+      roles.set(operationId, role);
+      if (takesBrowserSession(operation)) people.set(`${method.toUpperCase()} ${path}`, { operationId, role });
       const pattern = new RegExp(`^${path.replace(/\{[^}]+\}/g, "[^/]+")}$`);
       methods.set(path, { pattern, allowed: [...(methods.get(path)?.allowed ?? []), method.toUpperCase()] });
       for (const response of Object.values(operation.responses ?? {})) {
@@ -78,16 +114,19 @@ export function routesOf(spec: Spec): Routes {
       }
     }
   }
+  const specKey = (method: string, url: string) =>
+    `${method === "HEAD" ? "GET" : method} ${url.replace(/:(\w+)/g, "{$1}")}`;
   return {
     // Routes say `/v2/sessions/:session_id` where the spec says `{session_id}`, and Fastify adds a
     // HEAD route for every GET: both need the GET's credential.
-    security: (method, url) =>
-      security.get(`${method === "HEAD" ? "GET" : method} ${url.replace(/:(\w+)/g, "{$1}")}`) ?? "none",
+    security: (method, url) => security.get(specKey(method, url)) ?? "none",
+    person: (method, url) => people.get(specKey(method, url)),
     allowedOn(path) {
       const allowed = [...methods.values()].filter((m) => m.pattern.test(path)).flatMap((m) => m.allowed);
       return allowed.length > 0 ? [...new Set(allowed)] : undefined;
     },
     responseMediaTypes: mediaTypes,
     scopes,
+    roles,
   };
 }

@@ -163,6 +163,58 @@ const REQUESTS: Record<string, { ok: number; send: Send }> = {
   getUiHome: { ok: 200, send: get("/", keyHeader) },
   getUiSession: { ok: 200, send: get(`/sessions/${SEEN}`, keyHeader) },
   getUiAsset: { ok: 200, send: get("/ui/app.css", keyHeader) },
+  // People (decision 035): no API-key scope; an API key is no person (test/people.roles.test.ts
+  // covers them by role). Sign-in and the links answer their 400 for these bodies, whatever the key.
+  logIn: { ok: 401, send: post("/v2/auth/login", () => ({ email: "a@b.c", password: "p" }), keyHeader) },
+  signUp: {
+    ok: 400,
+    send: post("/v2/auth/signup", () => ({ token: "x", email: "a@b.c", name: "A", password: "p" }), keyHeader),
+  },
+  resetPassword: { ok: 400, send: post("/v2/auth/reset_password", () => ({ token: "x", password: "p" }), keyHeader) },
+  logOut: { ok: 401, send: post("/v2/auth/logout", () => ({}), keyHeader) },
+  logOutEverywhere: { ok: 401, send: post("/v2/auth/logout_everywhere", () => ({}), keyHeader) },
+  getMe: { ok: 401, send: get("/v2/auth/me", keyHeader) },
+  createInvitation: {
+    ok: 401,
+    send: post("/v2/people/invitations", () => ({ email: "a@b.c", role: "viewer" }), keyHeader),
+  },
+  createResetLink: { ok: 401, send: post("/v2/people/someone/reset_link", () => ({}), keyHeader) },
+  listAudit: { ok: 200, send: get("/v2/audit", keyHeader) },
+  // No identity provider is configured here: a 404, whatever the key.
+  listSignInMethods: { ok: 200, send: get("/v2/auth/providers", keyHeader) },
+  startOidc: { ok: 404, send: get("/v2/auth/oidc/corp/start", keyHeader) },
+  finishOidc: { ok: 404, send: get("/v2/auth/oidc/corp/callback?code=x&state=y", keyHeader) },
+  listProjects: { ok: 401, send: get("/v2/projects", keyHeader) },
+  createProject: { ok: 401, send: post("/v2/projects", () => ({ name: "p" }), keyHeader) },
+  listKeys: { ok: 200, send: get("/v2/keys", keyHeader) },
+  createKey: { ok: 200, send: post("/v2/keys", () => ({ scopes: ["read"] }), keyHeader) },
+  revokeKey: { ok: 404, send: post("/v2/keys/no-such-key/revoke", () => ({}), keyHeader) },
+  listMembers: { ok: 200, send: get("/v2/members", keyHeader) },
+  setMember: {
+    ok: 404,
+    send: (c) =>
+      c.api.inject({
+        method: "PUT",
+        url: "/v2/members/nobody",
+        headers: { ...keyHeader(c), "content-type": "application/json" },
+        payload: JSON.stringify({ role: "viewer" }),
+      }),
+  },
+  removeMember: {
+    ok: 404,
+    send: (c) => c.api.inject({ method: "DELETE", url: "/v2/members/nobody", headers: keyHeader(c) }),
+  },
+  setProjectRetention: {
+    ok: 200,
+    send: (c) =>
+      c.api.inject({
+        method: "PUT",
+        url: "/v2/retention",
+        headers: { ...keyHeader(c), "content-type": "application/json" },
+        payload: JSON.stringify({ days: 30 }),
+      }),
+  },
+  setUserDisabled: { ok: 401, send: post("/v2/people/someone/disabled", () => ({ disabled: true }), keyHeader) },
 };
 
 const ALL_KEY = "a0000000-0000-4000-8000-000000000000";

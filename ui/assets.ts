@@ -17,8 +17,12 @@ const TYPES = {
   svg: "image/svg+xml",
 } as const;
 
-/** The three pages, and the assets they load from /ui/<name>. */
-export const PAGES = ["overview.html", "sessions.html", "session.html"] as const;
+/**
+ * The pages, and the assets they load from /ui/<name>. signup.html, the page of the one-time
+ * account links (decision 035), is served from /ui/signup.html by getUiAsset (PAGE_ASSETS).
+ */
+export const PAGES = ["overview.html", "sessions.html", "session.html", "signup.html"] as const;
+export const PAGE_ASSETS = ["signup.html"] as const;
 export const ASSETS = [
   "app.css",
   "common.js",
@@ -33,6 +37,7 @@ export const ASSETS = [
   "detail.js",
   "otel.js",
   "favicon.svg",
+  "signup.js",
 ] as const;
 
 /**

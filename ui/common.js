@@ -1,9 +1,17 @@
-// What both pages share: the API key (asked once, kept in sessionStorage), calls to the read
-// API, DOM building and number formats. Every string from the server is attacker-controlled
+// What both pages share: who reads (a signed-in person's browser session, else an API key asked
+// once and kept in sessionStorage), calls to the read API, DOM building and number formats. Every string from the server is attacker-controlled
 // (clients store whatever they like), so it only ever reaches the page as text: h() turns
 // children into text nodes, and no string is ever parsed as HTML.
 
 const KEY_NAME = "agentmon.apiKey";
+const PROJECT_NAME = "agentmon.project";
+
+/**
+ * The signed-in person (decision 035), or null: their session cookie is sent by the browser
+ * itself (HttpOnly: this script never sees it); each call names the project it reads.
+ */
+let person = null;
+const currentProject = () => person?.project ?? "";
 
 /**
  * h("a", { href, class: "x", "aria-label": "y", onclick: fn }, "text", child, [more]):
@@ -59,13 +67,20 @@ export async function api(path, query = {}) {
   }
   let res;
   try {
-    res = await fetch(url, { headers: { "X-Agentmon-Api-Key": apiKey() ?? "" }, cache: "no-store" });
+    const headers = person ? { "X-Agentmon-Project": currentProject() } : { "X-Agentmon-Api-Key": apiKey() ?? "" };
+    res = await fetch(url, { headers, cache: "no-store", credentials: "same-origin" });
   } catch {
     throw new ApiError(0, { error: "Network error", message: "The server could not be reached; is it running?" });
   }
   const body = await res.json().catch(() => null);
   if (!res.ok) {
     const error = new ApiError(res.status, body);
+    if (person && res.status === 401) {
+      person = null;
+      askForKey("Your session has ended (signed out, or your access was removed). Sign in again.");
+      throw error;
+    }
+    if (person) throw error; // a role that may not, or a project no longer yours: the page says so
     if (res.status === 401) keyRefused("That API key was refused (401). Check it and enter it again.");
     // 4.7: a valid key without the scope read (an ingest or admin key) cannot show anything.
     if (res.status === 403)
@@ -86,11 +101,62 @@ export function startPage(hooks) {
   page = hooks;
   const forget = document.getElementById("forget-key");
   forget.addEventListener("click", () => {
+    if (person) return signOut();
     sessionStorage.removeItem(KEY_NAME);
     askForKey("The key is forgotten. Enter a read key to continue.");
   });
-  if (apiKey()) showApp();
-  else askForKey();
+  whoAmI().then((me) => {
+    if (me) {
+      person = me;
+      forget.textContent = `Sign out (${me.email})`;
+      showProjects(me);
+      showApp();
+    } else if (apiKey()) showApp();
+    else askForKey();
+  });
+}
+
+/** The signed-in person, their projects and the project chosen (kept in this tab), or null. */
+async function whoAmI() {
+  try {
+    const res = await fetch("/v2/auth/me", { cache: "no-store", credentials: "same-origin" });
+    if (!res.ok) return null;
+    const me = await res.json();
+    let projects = me.memberships.map((m) => m.project);
+    if (me.user.owner) {
+      const all = await fetch("/v2/projects", { cache: "no-store", credentials: "same-origin" });
+      if (all.ok) projects = (await all.json()).projects.map((p) => p.name);
+    }
+    const kept = sessionStorage.getItem(PROJECT_NAME);
+    const project = projects.includes(kept) ? kept : projects[0];
+    return { email: me.user.email, csrf: me.csrf_token, projects, project };
+  } catch {
+    return null;
+  }
+}
+
+/** A project chooser in the top bar: choosing one reloads the page in it. */
+function showProjects(me) {
+  const select = h(
+    "select",
+    { id: "project", "aria-label": "Project", class: "project-select" },
+    me.projects.map((name) => h("option", { value: name, selected: name === me.project }, name)),
+  );
+  select.addEventListener("change", () => {
+    sessionStorage.setItem(PROJECT_NAME, select.value);
+    location.reload();
+  });
+  document.getElementById("forget-key").before(select);
+}
+
+async function signOut() {
+  await fetch("/v2/auth/logout", {
+    method: "POST",
+    headers: { "X-CSRF-Token": person?.csrf ?? "" },
+    credentials: "same-origin",
+  }).catch(() => {});
+  person = null;
+  location.reload();
 }
 
 function showApp() {
@@ -140,9 +206,71 @@ export function askForKey(why) {
     showApp();
   });
   const panel = document.getElementById("key-panel");
-  fill(panel, form);
+  fill(panel, signInForm(), form);
   panel.hidden = false;
   input.focus();
+}
+
+/** The sign-in form of people (decision 035): email and password; the page reloads signed in. */
+function signInForm() {
+  const email = h("input", {
+    id: "sign-in-email",
+    name: "email",
+    type: "email",
+    required: true,
+    autocomplete: "username",
+  });
+  const password = h("input", {
+    id: "sign-in-password",
+    name: "password",
+    type: "password",
+    required: true,
+    autocomplete: "current-password",
+  });
+  const problem = h("p", { class: "warning", role: "alert", hidden: true });
+  const form = h(
+    "form",
+    { class: "key-form", id: "sign-in-form" },
+    h("h1", {}, "Sign in"),
+    h("label", { for: "sign-in-email" }, "Email"),
+    email,
+    h("label", { for: "sign-in-password" }, "Password"),
+    h("div", { class: "key-row" }, password, h("button", { type: "submit" }, "Sign in")),
+    problem,
+    h("p", {}, "Or read with an API key:"),
+  );
+  // The identity providers of AGENTMON_OIDC, each a link; the password fields go when SSO only.
+  fetch("/v2/auth/providers", { cache: "no-store" })
+    .then((res) => (res.ok ? res.json() : null))
+    .then((methods) => {
+      if (!methods) return;
+      for (const id of methods.providers) {
+        const link = h(
+          "a",
+          { href: `/v2/auth/oidc/${encodeURIComponent(id)}/start`, class: "sso-link" },
+          `Sign in with ${id}`,
+        );
+        form.querySelector("h1").after(h("p", {}, link));
+      }
+      if (!methods.passwords) {
+        for (const element of form.querySelectorAll("label, input, .key-row")) element.hidden = true;
+      }
+    })
+    .catch(() => {});
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const res = await fetch("/v2/auth/login", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ email: email.value, password: password.value }),
+      credentials: "same-origin",
+    }).catch(() => null);
+    if (res?.ok) return location.reload();
+    const body = await res?.json().catch(() => null);
+    problem.textContent = body?.message ?? "The server could not be reached.";
+    problem.hidden = false;
+  });
+  return form;
 }
 
 /** A user-facing sentence for a failed call (the 401 case is handled by asking for the key). */

@@ -70,6 +70,13 @@ export const keyQueries = {
     );
     return rows;
   },
+  async createProject(db: Queryable, name: string, now: string) {
+    const { rows } = await db.query<ProjectRecord>(
+      "INSERT INTO projects (id, name, created_at) VALUES ($1, $2, $3) RETURNING id, name, created_at, retention_days",
+      [uuidv7(), name, now],
+    );
+    return rows[0] as ProjectRecord;
+  },
   async setRetention(db: Queryable, name: string, days: number | null) {
     const { rows } = await db.query<ProjectRecord>(
       "UPDATE projects SET retention_days = $1 WHERE name = $2 RETURNING id, name, created_at, retention_days",

@@ -26,6 +26,7 @@ import { type EventPatcher, eventsPage, updateEvents, upsertAgent } from "./even
 import { GROUP_MAX_ROWS, PgGroupCommit } from "./group-commit.ts";
 import { keyQueries } from "./keys.ts";
 import { migrate, schemaVersion, versionOf } from "./migrate.ts";
+import { people, TokenMismatch } from "./people.ts";
 import { postgresProjector } from "./projector.ts";
 import {
   createSession,
@@ -120,6 +121,13 @@ async function transaction<T>(pool: pg.Pool, run: (tx: pg.ClientBase) => Promise
     client.release(broken);
   }
 }
+
+/** The promise's answer, or `otherwise` when it failed with TokenMismatch (its transaction rolled back). */
+const mismatch = <T, O>(promise: Promise<T>, otherwise: O): Promise<T | O> =>
+  promise.catch((error: unknown) => {
+    if (error instanceof TokenMismatch) return otherwise;
+    throw error;
+  });
 
 /** Connects, migrates (under the advisory lock: every node may do it at once) and answers the store. */
 export async function openPostgresStore(options: PostgresOptions): Promise<PostgresStore> {
@@ -237,7 +245,37 @@ function postgresStore(
       listApiKeys: () => keyQueries.list(readers),
       revokeApiKey: (id, now) => keyQueries.revoke(readers, id, now),
       listProjects: () => keyQueries.projects(readers),
+      createProject: (name, now) => keyQueries.createProject(writers, name, now),
       setRetention: (name, days) => keyQueries.setRetention(readers, name, days),
+
+      // People (decision 035): rare writes, each a transaction of its own outside the group commit
+      // (as createApiKey); a TokenMismatch rolls its transaction back and is answered `otherwise`.
+      createUser: (user, member) => transaction(writers, (tx) => people.createUser(tx, user, member)),
+      userById: (id) => people.userById(readers, id),
+      userByEmail: (email) => people.userByEmail(readers, email),
+      listUsers: () => people.listUsers(readers),
+      setUserDisabled: (userId, at) => transaction(writers, (tx) => people.setUserDisabled(tx, userId, at)),
+      createUserToken: (token) => people.createUserToken(writers, token),
+      signUp: (tokenHash, kind, user, now) =>
+        mismatch(
+          transaction(writers, (tx) => people.signUp(tx, tokenHash, kind, user, now)),
+          "invalid" as const,
+        ),
+      resetPassword: (tokenHash, hash, now) =>
+        mismatch(
+          transaction(writers, (tx) => people.resetPassword(tx, tokenHash, hash, now)),
+          undefined,
+        ),
+      setMember: (projectId, userId, role, now) =>
+        transaction(writers, (tx) => people.setMember(tx, projectId, userId, role, now)),
+      listMembers: (projectId) => people.listMembers(readers, projectId),
+      membershipsOf: (userId) => people.membershipsOf(readers, userId),
+      createBrowserSession: (session) => people.createBrowserSession(writers, session),
+      browserSession: (idHash, now) => people.browserSession(readers, idHash, now),
+      deleteBrowserSession: (idHash) => people.deleteBrowserSession(writers, idHash),
+      deleteUserSessions: (userId) => people.deleteUserSessions(writers, userId),
+      appendAudit: (record) => people.appendAudit(writers, record),
+      listAudit: (options) => people.listAudit(readers, options),
 
       createSession: (projectId, session) => group.write(1, undefined, (tx) => createSession(tx, projectId, session)),
       async getSession(projectId, id) {

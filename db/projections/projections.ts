@@ -8,7 +8,7 @@
  */
 import { histogramBucket } from "../../domain/analytics.ts";
 import { TOTALS_COLUMNS } from "../rows.ts";
-import { type Bucket, durationOf, type GroupSums, SEP, type Share } from "./share.ts";
+import { type Bucket, durationOf, SEP, type Share } from "./share.ts";
 
 /** A session in a batch: its share as projected so far (none: new) and now (none: deleted). */
 export interface Change {

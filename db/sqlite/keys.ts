@@ -107,6 +107,11 @@ export function keyStatements(db: Db) {
       return (q.metaGet.get(key) as { value: string }).value;
     },
     heartbeat: (now: string) => q.heartbeat.run(now),
+    /** In the caller's transaction. */
+    createProject(name: string, now: string) {
+      q.projectInsert.run(uuidv7(), name, now);
+      return q.projectGet.get(name) as ProjectRecord;
+    },
     projects: () => q.projectList.all(),
     /** In the caller's transaction. */
     setRetention(name: string, days: number | null) {

@@ -28,6 +28,7 @@ import { GROUP_MAX_ROWS, GroupCommit } from "./group-commit.ts";
 import { keyStatements } from "./keys.ts";
 import { schemaVersion, versionOf } from "./migrate.ts";
 import type { Db } from "./open.ts";
+import { peopleStatements, TokenMismatch } from "./people.ts";
 import { priceStatements } from "./prices.ts";
 import { sqliteProjector } from "./projector.ts";
 import { wordsOf } from "./search.ts";
@@ -105,6 +106,13 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
       projector.catchUp();
       return read(...args);
     };
+  const people = peopleStatements(db);
+  /** A write whose TokenMismatch (the savepoint rolled back) is answered `otherwise`. */
+  const tokenWrite = <T, O>(run: () => T, otherwise: O) =>
+    group.write(1, run).catch((error: unknown) => {
+      if (error instanceof TokenMismatch) return otherwise;
+      throw error;
+    });
 
   /**
    * A write call: queued for the next group commit, and run there only when the session is in
@@ -137,7 +145,27 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
     listApiKeys: async () => keys.list(),
     revokeApiKey: async (id, now) => keys.revoke(id, now),
     listProjects: async () => keys.projects(),
+    createProject: (name, now) => group.write(1, () => keys.createProject(name, now)),
     setRetention: (name, days) => group.write(1, () => keys.setRetention(name, days)),
+
+    createUser: (user, member) => group.write(1, () => people.createUser(user, member)),
+    userById: async (id) => people.userById(id),
+    userByEmail: async (email) => people.userByEmail(email),
+    listUsers: async () => people.listUsers(),
+    setUserDisabled: (userId, at) => group.write(1, () => people.setUserDisabled(userId, at)),
+    createUserToken: (token) => group.write(1, () => people.createUserToken(token)),
+    signUp: (tokenHash, kind, user, now) =>
+      tokenWrite(() => people.signUp(tokenHash, kind, user, now), "invalid" as const),
+    resetPassword: (tokenHash, hash, now) => tokenWrite(() => people.resetPassword(tokenHash, hash, now), undefined),
+    setMember: (projectId, userId, role, now) => group.write(1, () => people.setMember(projectId, userId, role, now)),
+    listMembers: async (projectId) => people.listMembers(projectId),
+    membershipsOf: async (userId) => people.membershipsOf(userId),
+    createBrowserSession: (session) => group.write(1, () => people.createBrowserSession(session)),
+    browserSession: async (idHash, now) => people.browserSession(idHash, now),
+    deleteBrowserSession: (idHash) => group.write(1, () => people.deleteBrowserSession(idHash)),
+    deleteUserSessions: (userId) => group.write(1, () => people.deleteUserSessions(userId)),
+    appendAudit: (record) => group.write(1, () => people.appendAudit(record)),
+    listAudit: async (options) => people.listAudit(options),
 
     createSession: (projectId, session) => group.write(1, () => sessions.create(projectId, session)),
     getSession: async (projectId, id) => sessions.get(projectId, id),

@@ -16,7 +16,8 @@ export const loadSpec = (url: URL): Spec => parseYaml(readFileSync(url, "utf8"))
 
 // ---------------------------------------------------------------------------------- operations
 
-export type Security = "apiKey" | "jwt" | "metrics" | "none";
+/** `person`: a browser session only (decision 035). */
+export type Security = "apiKey" | "jwt" | "metrics" | "person" | "none";
 
 export interface Parameter {
   name: string;
@@ -56,7 +57,9 @@ export function operationsOf(spec: Spec): Operation[] {
           ? "apiKey"
           : schemes.includes("metricsToken")
             ? "metrics"
-            : "none";
+            : schemes.includes("browserSession")
+              ? "person"
+              : "none";
       const requestBody = op.requestBody ? deref(spec, op.requestBody).node : undefined;
       const parameters = [...(item.parameters ?? []), ...(op.parameters ?? [])].map(
         (p: Schema) => deref(spec, p).node as Parameter,

@@ -16,6 +16,7 @@ import { type Adapter, fixtures } from "./contract/fixture.ts";
 import { keyContract } from "./contract/keys.ts";
 import { lifecycleContract } from "./contract/lifecycle.ts";
 import { listContract } from "./contract/lists.ts";
+import { peopleContract } from "./contract/people.ts";
 import { priceContract } from "./contract/prices.ts";
 import { retentionContract } from "./contract/retention.ts";
 import { rollupContract } from "./contract/rollups.ts";
@@ -38,4 +39,5 @@ export function storeContract(t: Test, adapter: Adapter) {
   totalsContract(t, f);
   analyticsContract(t, f);
   rollupContract(t, f);
+  peopleContract(t, f);
 }

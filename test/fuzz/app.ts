@@ -10,6 +10,7 @@ import type { LightMyRequestResponse } from "fastify";
 import type { Test } from "tap";
 import type { Operation } from "../arbitraries/spec.ts";
 import { API_KEY, build, OTHER_PROJECT_KEY, type TestApp, tempDir } from "../helper.ts";
+import { person, signIn } from "../people.helpers.ts";
 import { PLURAL } from "./rules.ts";
 
 export interface Ctx {
@@ -25,6 +26,8 @@ export interface Ctx {
   /** Sessions of the API key's project (odd ids on purpose), and one of the other project. */
   sessionIds: string[];
   foreignSessionId: string;
+  /** The headers of a signed-in owner's browser (decision 035): cookie, CSRF token, project. */
+  person: Record<string, string>;
 }
 
 export const SEEDED_SESSIONS = [
@@ -70,6 +73,10 @@ export async function fuzzApp(t: Test): Promise<Ctx> {
   const otherJwt = await api.session("fuzz-other");
   await api.withJwt("/v2/create_events", { events: [{ id: "ev-elsewhere", type: "llm" }] }, otherJwt);
 
+  await person(api.store, "fuzz-owner@example.com", { owner: true });
+  const browser = await signIn(api, "fuzz-owner@example.com");
+  const personHeaders = { cookie: browser.cookie, "x-csrf-token": browser.csrf, "x-agentmon-project": "default" };
+
   const reader = new Database(dbPath, { readonly: true, fileMustExist: true });
   t.teardown(() => reader.close());
   const tables = reader.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
@@ -93,6 +100,7 @@ export async function fuzzApp(t: Test): Promise<Ctx> {
     otherEventId: "ev-elsewhere",
     sessionIds: SEEDED_SESSIONS,
     foreignSessionId,
+    person: personHeaders,
   };
 }
 
@@ -100,6 +108,8 @@ export function credentials(ctx: Ctx, op: Operation): Record<string, string> {
   if (op.security === "apiKey") return { "x-agentmon-api-key": API_KEY };
   if (op.security === "jwt") return { authorization: `Bearer ${ctx.jwt}` };
   if (op.security === "metrics") return { authorization: `Bearer ${METRICS_TOKEN}` };
+  // Signing out would end the session every other case uses: those two are sent without it (401).
+  if (op.security === "person" && !["logOut", "logOutEverywhere"].includes(op.operationId)) return ctx.person;
   return {};
 }
 

@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 0de0871f2963f9c3af1d6eec8e4d9ff3d477454769273d9315ea234e9b1e9d0f. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 4c839e666a444ba76e5e7763eb51e3f217752eaddbffc9b16d86f6968bdf4dbc. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -1161,7 +1161,8 @@ export interface paths {
          * @description The files the pages load, shipped in the repository's `ui/` folder and read into
          *     memory at start-up. `asset` is a file name from a fixed list (`app.css`, `common.js`,
          *     `overview.js`, `charts.js`, `sessions.js`, `session.js`, `timeline.js`, `tree.js`,
-         *     `detail.js`, `otel.js`, `favicon.svg`, and uPlot's `uplot.js` and `uplot.css`, read from
+         *     `detail.js`, `otel.js`, `favicon.svg`, `signup.html` and `signup.js` (the page of the
+         *     one-time account links, decision 035), and uPlot's `uplot.js` and `uplot.css`, read from
          *     the installed npm package `uplot`); any other name, a path, `..` or an encoded slash is
          *     a 404. Same headers as `GET /`.
          */
@@ -1174,10 +1175,595 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/auth/login": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign in with an email and a password
+         * @description **People** (decision 035). Checks the password (argon2id) and opens a browser session: the
+         *     answer sets the `agentmon_session` cookie and carries the CSRF token every state-changing
+         *     request made with the cookie must send as `X-CSRF-Token`. A session id sent before is never
+         *     kept (no session fixation). Failed sign-ins are counted per account and per client address
+         *     (`AGENTMON_LOGIN_FAIL_LIMIT` in `AGENTMON_LOGIN_FAIL_WINDOW` seconds, shared by every node as
+         *     the API-key limits are): past either, `429` with `Retry-After`.
+         */
+        post: operations["logIn"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/auth/signup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make an account through a one-time link
+         * @description **People.** The token of an owner link (printed by the first start) or of an invitation (made
+         *     by a project admin); each link works once, for 7 days, and an invitation only for the address
+         *     it names. Signs the new person in, as logIn does.
+         */
+        post: operations["signUp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/auth/reset_password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Set a password through a reset link
+         * @description **People.** The token of a reset link an owner made (`agentmon users reset-link`, or
+         *     `POST /v2/people/{user_id}/reset_link`); it works once, for a day. Every browser session of
+         *     the person ends.
+         */
+        post: operations["resetPassword"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/auth/logout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * End this browser session
+         * @description **People.** Removes the session's row: the cookie is refused from then on, on every node.
+         */
+        post: operations["logOut"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/auth/logout_everywhere": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * End every browser session of this person
+         * @description **People.** Removes every session of the signed-in person, this one included.
+         */
+        post: operations["logOutEverywhere"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/auth/me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The signed-in person
+         * @description **People.** The person, their projects and roles, and a CSRF token for this session.
+         */
+        get: operations["getMe"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/people/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Invite a person into the project
+         * @description **People.** A project admin (or the owner) makes a one-time link, valid for 7 days, that makes
+         *     the account of `email` with `role` in the project named by `X-Agentmon-Project`. The link is
+         *     shown only in this answer (no mail server is needed: pass it on).
+         */
+        post: operations["createInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/people/{user_id}/reset_link": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make a password-reset link for a person
+         * @description **People.** The instance owner makes a one-time link, valid for a day, that sets the
+         *     person's password.
+         */
+        post: operations["createResetLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/people/{user_id}/disabled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Disable or enable a person
+         * @description **People.** The instance owner disables a person (their browser sessions end at once, on
+         *     every node, and they cannot sign in) or enables them again.
+         */
+        post: operations["setUserDisabled"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The project's audit trail
+         * @description **People** (decision 035). Every administrative act of the project, newest first: keys
+         *     created and revoked, members added, removed or given another role, sessions deleted in
+         *     bulk, retention changed, people invited; with who did it (a person, an API key, the
+         *     command line), when, and from which address. The trail is append-only: nothing changes or
+         *     removes a record. The instance owner also sees the instance's own acts (accounts made,
+         *     disabled, sign-ins throttled). Paged as the other lists: pass `next_cursor` back.
+         */
+        get: operations["listAudit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/projects": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The projects a person may open
+         * @description **People.** The instance owner's: every project; anyone else's: the projects they are a member
+         *     of, with their role there.
+         */
+        get: operations["listProjects"];
+        put?: never;
+        /**
+         * Make a project
+         * @description **People.** The instance owner makes a project (no key yet). A name another project has is a
+         *     409 Conflict.
+         */
+        post: operations["createProject"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The project's API keys
+         * @description **People.** Every API key of the project (prefixes, scopes, revoked or not): never a key itself.
+         */
+        get: operations["listKeys"];
+        put?: never;
+        /**
+         * Make an API key of the project
+         * @description **People.** A new key with these scopes (4.7); the key is in this answer only (only its hash is
+         *     kept). Audited.
+         */
+        post: operations["createKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/keys/{key_id}/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Revoke an API key of the project
+         * @description **People.** The key and every JWT it obtained fail from now on, on every node (4.3). Another
+         *     project's key is not found. Audited.
+         */
+        post: operations["revokeKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The project's members
+         * @description **People.** Who has which role in the project.
+         */
+        get: operations["listMembers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/members/{user_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Give a person a role in the project
+         * @description **People.** Adds the person to the project, or changes their role. Audited.
+         */
+        put: operations["setMember"];
+        post?: never;
+        /**
+         * Remove a person from the project
+         * @description **People.** The person keeps their account; the project is not found for them from their next
+         *     request. Audited.
+         */
+        delete: operations["removeMember"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/retention": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set the project's retention
+         * @description **People.** Days its sessions are kept after their last activity, 0 for ever, null for the
+         *     server's default (AGENTMON_RETENTION_DAYS). Audited.
+         */
+        put: operations["setProjectRetention"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/auth/oidc/{provider}/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Sign in through an identity provider (OpenID Connect)
+         * @description **People** (decision 035). Sends the browser to the provider named in `AGENTMON_OIDC`
+         *     (authorization code with PKCE); the state, nonce and PKCE verifier are kept in a signed,
+         *     HttpOnly cookie of this browser (`agentmon_oidc`, 10 minutes), never in a URL.
+         */
+        get: operations["startOidc"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/auth/oidc/{provider}/callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The identity provider's answer
+         * @description **People.** openid-client exchanges the code and checks the state, the nonce, the PKCE
+         *     verifier, the issuer (with the answer's `iss`) and the ID token's audience and signature;
+         *     any failure is a 400 and no session. The person is found by the email the provider
+         *     gives, or made; the groups claim sets their roles as `AGENTMON_OIDC` maps them. Then a
+         *     browser session starts, as logIn's, and the browser goes to the overview.
+         */
+        get: operations["finishOidc"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/auth/providers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How people sign in here
+         * @description **People** (decision 035). The identity providers of `AGENTMON_OIDC` (their ids, for
+         *     `/v2/auth/oidc/{provider}/start`) and whether passwords are accepted; the sign-in form
+         *     shows what this says.
+         */
+        get: operations["listSignInMethods"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        AuditPage: {
+            /** @constant */
+            status: "success";
+            records: components["schemas"]["AuditEntry"][];
+            /** @description The cursor of the next page; null on the last. */
+            next_cursor: string | null;
+        };
+        AuditEntry: {
+            seq: number;
+            at: string;
+            /** @description A person's id, `key:<prefix>` for an API key, or `cli`. */
+            actor: string;
+            actor_name: string;
+            /** @description The client address of the act; `local` for the command line. */
+            address: string;
+            /** @enum {string} */
+            action: "user.created" | "user.disabled" | "user.enabled" | "user.password_reset_link" | "user.invited" | "login.throttled" | "key.created" | "key.revoked" | "member.added" | "member.removed" | "member.role_changed" | "sessions.deleted" | "retention.changed" | "project.created";
+            /** @description The project's name; null for an act of the instance. */
+            project: string | null;
+            target: string | null;
+            /** @description What was done, by action (a key's scopes, a role before and after, the sessions and events deleted and the filter…). */
+            details: {
+                [key: string]: unknown;
+            };
+        };
+        Project: {
+            name: string;
+            created_at: string;
+            retention_days: number | null;
+            /** @description The person's role there; null for the owner who is no member. */
+            role: components["schemas"]["Role"] | null;
+        };
+        ProjectList: {
+            /** @constant */
+            status: "success";
+            projects: components["schemas"]["Project"][];
+        };
+        ProjectResponse: {
+            /** @constant */
+            status: "success";
+            project: components["schemas"]["Project"];
+        };
+        CreateProjectRequest: {
+            name: string;
+        };
+        RetentionRequest: {
+            days: number | null;
+        };
+        ApiKey: {
+            id: string;
+            prefix: string;
+            scopes: ("ingest" | "read" | "admin")[];
+            created_at: string;
+            revoked_at: string | null;
+        };
+        KeyList: {
+            /** @constant */
+            status: "success";
+            keys: components["schemas"]["ApiKey"][];
+        };
+        KeyResponse: {
+            /** @constant */
+            status: "success";
+            api_key: components["schemas"]["ApiKey"];
+        };
+        KeyCreated: {
+            /** @constant */
+            status: "success";
+            api_key: components["schemas"]["ApiKey"];
+            /** @description The key itself, shown only now. */
+            key: string;
+        };
+        CreateKeyRequest: {
+            /** @description Repeats count once. */
+            scopes: ("ingest" | "read" | "admin")[];
+        };
+        Member: {
+            user_id: string;
+            email: string;
+            name: string;
+            role: components["schemas"]["Role"];
+            created_at: string;
+        };
+        MemberList: {
+            /** @constant */
+            status: "success";
+            members: components["schemas"]["Member"][];
+        };
+        SetMemberRequest: {
+            role: components["schemas"]["Role"];
+        };
+        SignInMethods: {
+            /** @constant */
+            status: "success";
+            providers: string[];
+            /** @description False when AGENTMON_SSO_ONLY is set. */
+            passwords: boolean;
+        };
+        LogInRequest: {
+            email: string;
+            password: string;
+        };
+        SignUpRequest: {
+            token: string;
+            email: string;
+            name: string;
+            password: string;
+        };
+        ResetPasswordRequest: {
+            token: string;
+            password: string;
+        };
+        InvitationRequest: {
+            email: string;
+            role: components["schemas"]["Role"];
+        };
+        DisableRequest: {
+            disabled: boolean;
+        };
+        /**
+         * @description viewer: read; annotator: read (and scores, when they exist); editor: also delete sessions and set retention; admin: also keys, members and settings.
+         * @enum {string}
+         */
+        Role: "viewer" | "annotator" | "editor" | "admin";
+        User: {
+            id: string;
+            email: string;
+            name: string;
+            /** @description The instance owner may do everything, in every project. */
+            owner: boolean;
+            created_at: string;
+            disabled_at: string | null;
+        };
+        Membership: {
+            project: string;
+            role: components["schemas"]["Role"];
+        };
+        PersonResponse: {
+            /** @constant */
+            status: "success";
+            user: components["schemas"]["User"];
+            memberships: components["schemas"]["Membership"][];
+            /** @description Send it as `X-CSRF-Token` with every request but GET and HEAD made with the cookie. */
+            csrf_token: string;
+        };
+        UserResponse: {
+            /** @constant */
+            status: "success";
+            user: components["schemas"]["User"];
+        };
+        OkResponse: {
+            /** @constant */
+            status: "success";
+        };
+        LinkResponse: {
+            /** @constant */
+            status: "success";
+            /** @description The one-time link, shown only now. */
+            link: string;
+            expires_at: string;
+        };
         /** @description Every failure (G2). */
         Error: {
             /** @description A short, stable name for the kind of failure. */
@@ -1947,6 +2533,66 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The email or the password is wrong, or the person is disabled; it counts toward the sign-in limits. */
+        InvalidCredentials: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "Invalid credentials",
+                 *       "message": "The email or the password is wrong"
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description No browser session cookie, a forged one, or one whose session ended (logout, logout everywhere, a disabled person, expiry). */
+        NotSignedIn: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "Not signed in",
+                 *       "message": "Sign in again"
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The person's role in the project does not allow this operation, or the request lacks its CSRF token or came from another origin; nothing was read or written. */
+        RoleMissing: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "Forbidden",
+                 *       "message": "Your role in project \"default\" is viewer; this operation needs editor"
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description A person with this email already has an account. */
+        EmailTaken: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "Email taken",
+                 *       "message": "A person with this email already has an account"
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description The API key is missing, not a known key, or revoked (4.1). */
         InvalidApiKey: {
             headers: {
@@ -2318,6 +2964,14 @@ export interface components {
         };
     };
     parameters: {
+        /** @description With a browser session, the project the request acts in (its name). Ignored with an API key, whose project is its own. */
+        Project: string;
+        /** @description The identity provider's id in `AGENTMON_OIDC`. */
+        OidcProvider: string;
+        /** @description An API key's id (from listKeys). */
+        KeyId: string;
+        /** @description A person's id. */
+        UserId: string;
         /**
          * @description The session's id, percent-encoded in the path (`run%2F42` for `run/42`).
          * @example 79f6fc6b-8463-4bc7-8a68-c3f84a2c9423
@@ -3039,6 +3693,7 @@ export interface operations {
             400: components["responses"]["InvalidQuery"];
             401: components["responses"]["InvalidApiKey"];
             403: components["responses"]["MissingScope"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3207,6 +3862,7 @@ export interface operations {
             400: components["responses"]["InvalidQuery"];
             401: components["responses"]["InvalidApiKey"];
             403: components["responses"]["MissingScope"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3365,6 +4021,7 @@ export interface operations {
             400: components["responses"]["InvalidQuery"];
             401: components["responses"]["InvalidApiKey"];
             403: components["responses"]["MissingScope"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3496,6 +4153,7 @@ export interface operations {
             400: components["responses"]["InvalidQuery"];
             401: components["responses"]["InvalidApiKey"];
             403: components["responses"]["MissingScope"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3534,6 +4192,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["InvalidApiKey"];
             403: components["responses"]["MissingScope"];
+            404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -4416,6 +5075,7 @@ export interface operations {
                     "text/javascript": string;
                     "text/css": string;
                     "image/svg+xml": string;
+                    "text/html": string;
                 };
             };
             /** @description The copy the browser holds (its `If-None-Match`) is current; no body. */
@@ -4427,6 +5087,711 @@ export interface operations {
             };
             400: components["responses"]["InvalidQuery"];
             404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    logIn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LogInRequest"];
+            };
+        };
+        responses: {
+            /** @description Signed in. */
+            200: {
+                headers: {
+                    /** @description `agentmon_session`: the signed, HttpOnly, SameSite=Strict session cookie (Secure over TLS). */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PersonResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["InvalidCredentials"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    signUp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SignUpRequest"];
+            };
+        };
+        responses: {
+            /** @description The account is made and signed in. */
+            200: {
+                headers: {
+                    /** @description `agentmon_session`: the signed, HttpOnly, SameSite=Strict session cookie (Secure over TLS). */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PersonResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            409: components["responses"]["EmailTaken"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    resetPassword: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ResetPasswordRequest"];
+            };
+        };
+        responses: {
+            /** @description The password is set; sign in with it. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OkResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    logOut: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Signed out. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OkResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["NotSignedIn"];
+            403: components["responses"]["RoleMissing"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    logOutEverywhere: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every session of the person is ended. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OkResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["NotSignedIn"];
+            403: components["responses"]["RoleMissing"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getMe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The person. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PersonResponse"];
+                };
+            };
+            400: components["responses"]["InvalidQuery"];
+            401: components["responses"]["NotSignedIn"];
+            403: components["responses"]["RoleMissing"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createInvitation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With a browser session, the project the request acts in (its name). Ignored with an API key, whose project is its own. */
+                "X-Agentmon-Project"?: components["parameters"]["Project"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InvitationRequest"];
+            };
+        };
+        responses: {
+            /** @description The link. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LinkResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["NotSignedIn"];
+            403: components["responses"]["RoleMissing"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createResetLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A person's id. */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The link. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LinkResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["NotSignedIn"];
+            403: components["responses"]["RoleMissing"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    setUserDisabled: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A person's id. */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DisableRequest"];
+            };
+        };
+        responses: {
+            /** @description The person as they are now. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["NotSignedIn"];
+            403: components["responses"]["RoleMissing"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listAudit: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The most records in the page, 1 to 200; 50 when absent.
+                 * @example 50
+                 */
+                limit?: number;
+                /**
+                 * @description The `next_cursor` of the previous page, as it was given: an opaque base64url string. A
+                 *     cursor that was altered, or that another operation made, is a 400 naming `query.cursor`.
+                 * @example WyJzZXNzaW9ucyIsMTc5NTMyNDE4MzY0MDM2MSwiNzlmNmZjNmItODQ2My00YmM3LThhNjgtYzNmODRhMmM5NDIzIl2438KpLks
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: {
+                /** @description With a browser session, the project the request acts in (its name). Ignored with an API key, whose project is its own. */
+                "X-Agentmon-Project"?: components["parameters"]["Project"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the trail. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditPage"];
+                };
+            };
+            400: components["responses"]["InvalidQuery"];
+            401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
+            404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listProjects: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProjectList"];
+                };
+            };
+            400: components["responses"]["InvalidQuery"];
+            401: components["responses"]["NotSignedIn"];
+            403: components["responses"]["RoleMissing"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createProject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateProjectRequest"];
+            };
+        };
+        responses: {
+            /** @description Done. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProjectResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["NotSignedIn"];
+            403: components["responses"]["RoleMissing"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listKeys: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With a browser session, the project the request acts in (its name). Ignored with an API key, whose project is its own. */
+                "X-Agentmon-Project"?: components["parameters"]["Project"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KeyList"];
+                };
+            };
+            400: components["responses"]["InvalidQuery"];
+            401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With a browser session, the project the request acts in (its name). Ignored with an API key, whose project is its own. */
+                "X-Agentmon-Project"?: components["parameters"]["Project"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateKeyRequest"];
+            };
+        };
+        responses: {
+            /** @description Done. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KeyCreated"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokeKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With a browser session, the project the request acts in (its name). Ignored with an API key, whose project is its own. */
+                "X-Agentmon-Project"?: components["parameters"]["Project"];
+            };
+            path: {
+                /** @description An API key's id (from listKeys). */
+                key_id: components["parameters"]["KeyId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KeyResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listMembers: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With a browser session, the project the request acts in (its name). Ignored with an API key, whose project is its own. */
+                "X-Agentmon-Project"?: components["parameters"]["Project"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemberList"];
+                };
+            };
+            400: components["responses"]["InvalidQuery"];
+            401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    setMember: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With a browser session, the project the request acts in (its name). Ignored with an API key, whose project is its own. */
+                "X-Agentmon-Project"?: components["parameters"]["Project"];
+            };
+            path: {
+                /** @description A person's id. */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SetMemberRequest"];
+            };
+        };
+        responses: {
+            /** @description Done. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OkResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    removeMember: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With a browser session, the project the request acts in (its name). Ignored with an API key, whose project is its own. */
+                "X-Agentmon-Project"?: components["parameters"]["Project"];
+            };
+            path: {
+                /** @description A person's id. */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OkResponse"];
+                };
+            };
+            400: components["responses"]["InvalidQuery"];
+            401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    setProjectRetention: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With a browser session, the project the request acts in (its name). Ignored with an API key, whose project is its own. */
+                "X-Agentmon-Project"?: components["parameters"]["Project"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RetentionRequest"];
+            };
+        };
+        responses: {
+            /** @description Done. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProjectResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    startOidc: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The identity provider's id in `AGENTMON_OIDC`. */
+                provider: components["parameters"]["OidcProvider"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description To the identity provider. */
+            302: {
+                headers: {
+                    /** @description The provider's authorization URL. */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["InvalidQuery"];
+            404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    finishOidc: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The identity provider's id in `AGENTMON_OIDC`. */
+                provider: components["parameters"]["OidcProvider"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Signed in; to the overview page. */
+            302: {
+                headers: {
+                    /** @description The browser-session cookie, as logIn sets it. */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listSignInMethods: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The ways in. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SignInMethods"];
+                };
+            };
+            400: components["responses"]["InvalidQuery"];
             414: components["responses"]["UriTooLong"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
