@@ -323,27 +323,29 @@ interface UnderLoad {
 
 /**
  * The second phase: the same queries while B1 load runs against the server from a process of its
- * own, and the projector's lag scraped every second meanwhile. The load is given the time the
- * figures should take and half as much again, so it outlasts them (checked and reported).
+ * own, and the projector's lag scraped every second meanwhile. The load runs until the last
+ * figure is taken, however long the figures take under it.
  */
 async function duringLoad(base: string, queries: [string, string[]][]): Promise<UnderLoad> {
-  const seconds = Math.ceil((queries.length + 1) * SECONDS * 1.5 + 5);
   console.log(
-    `\nunder load: B1 (${LOAD.perCall} events a call, ${LOAD.connections} connections, its own process) for ` +
-      `${LOAD.warmup} + ${seconds} s; the same figures meanwhile, GET /metrics every second ...`,
+    `\nunder load: B1 (${LOAD.perCall} events a call, ${LOAD.connections} connections, its own process), ` +
+      `${LOAD.warmup} s of it first; the same figures meanwhile, GET /metrics every second ...`,
   );
   const scraper = scrapeLag(`${base}/metrics`, METRICS_TOKEN);
   let running = true;
-  const load = runLoadChild<LoadResult>({ url: base, key: KEY, kind: "events", ...LOAD, seconds }, ROOT).finally(() => {
+  const load = runLoadChild<LoadResult>({ url: base, key: KEY, kind: "events", ...LOAD, seconds: 0 }, ROOT);
+  const loadEnded = () => {
     running = false;
-  });
+  };
+  load.result.then(loadEnded, loadEnded);
   // Its 50 sessions opened and its warm-up under way before the first figure.
   await new Promise((resolve) => setTimeout(resolve, (LOAD.warmup + 2) * 1000));
   const baseline = await measure("baseline: GET /healthz", base, ["/healthz"]);
   const figures: Figure[] = [];
   for (const [what, paths] of queries) figures.push(await measure(what, base, paths));
   const outlasted = running;
-  const result = await load;
+  load.stop();
+  const result = await load.result;
   const ended = performance.now();
   // How long the projector takes to catch up once the load stops.
   let drained: number | null = null;
@@ -463,7 +465,8 @@ async function main() {
     if (loaded) {
       console.log(
         `\nwhile B1 load ran: ${Math.round(loaded.load.events_per_s).toLocaleString("en")} events/s ` +
-          `(p99 ${loaded.load.p99} ms, ${loaded.load.non2xx + loaded.load.errors} failed calls)` +
+          `(p99 ${loaded.load.p99} ms; answers by status ${JSON.stringify(loaded.load.statuses)}, ` +
+          `${loaded.load.errors} errors and timeouts)` +
           (loaded.outlasted ? "" : "; WARNING: the load ended before the last figure"),
       );
       console.log(`${pad("what", 38)}    req/s   p50 ms   p99 ms   idle p99`);

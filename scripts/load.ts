@@ -178,27 +178,42 @@ export interface LoadResult {
   p99: number;
   non2xx: number;
   errors: number;
+  /** Answers by status code (autocannon's statusCodeStats), so that failed calls say why. */
+  statuses?: Record<string, number>;
 }
 
 /**
  * Runs autocannon against create_events with `perCall` new events per request, spreading the
- * requests over the sessions' JWTs. `rate` caps the total requests per second.
+ * requests over the sessions' JWTs. `rate` caps the total requests per second. With `signal`, the
+ * run ends when it is aborted (`seconds` is then only a cap) and the rate is over the time it ran.
  */
 export async function ingest(
   server: Server,
   jwts: string[],
-  options: { connections: number; seconds: number; perCall: number; rate?: number; warmup?: number },
+  options: {
+    connections: number;
+    seconds: number;
+    perCall: number;
+    rate?: number;
+    warmup?: number;
+    signal?: AbortSignal;
+  },
 ): Promise<LoadResult> {
   let turn = 0;
   const body = batchBody(options.perCall);
-  const run = (seconds: number) =>
-    autocannon({
+  const run = (seconds: number) => {
+    // Without a callback autocannon answers its tracker, a thenable that also has stop().
+    const instance = autocannon({
       url: `${server.url}/v2/create_events`,
       connections: options.connections,
       duration: seconds,
       ...(options.rate ? { overallRate: options.rate } : {}),
       requests,
-    });
+    }) as Promise<autocannon.Result> & { stop(): void };
+    // Stopping a run that has already ended changes nothing, so the listener may outlive it.
+    options.signal?.addEventListener("abort", () => instance.stop(), { once: true });
+    return instance;
+  };
   const requests: autocannon.Request[] = [
     {
       method: "POST",
@@ -211,14 +226,19 @@ export async function ingest(
   ];
   // The same load first, not counted: JIT compilation and lazily built validators are B4's
   // concern (cold start), not the steady rate's.
-  if (options.warmup) await run(options.warmup);
+  if (options.warmup && !options.signal?.aborted) await run(options.warmup);
+  const started = performance.now();
   const result = await run(options.seconds);
+  const seconds = options.signal ? (performance.now() - started) / 1000 : options.seconds;
   return {
     requests: result.requests.total,
-    rps: result.requests.total / options.seconds,
+    rps: result.requests.total / seconds,
     p50: result.latency.p50,
     p99: result.latency.p99,
     non2xx: result.non2xx,
     errors: result.errors + result.timeouts,
+    statuses: Object.fromEntries(
+      Object.entries(result.statusCodeStats ?? {}).map(([code, stats]) => [code, stats.count ?? 0]),
+    ),
   };
 }

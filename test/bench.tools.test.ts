@@ -132,4 +132,9 @@ t.test("the load generator's arguments, there and back", async (t) => {
     /--connections must be a whole number ≥ 1, not "0"/,
   );
   t.throws(() => parseLoadArgs(["--url", "u", "--key", "k", "--seconds", "1.5"]), /--seconds must be a whole number/);
+  t.equal(parseLoadArgs(["--url", "u", "--key", "k", "--seconds", "0"]).seconds, 0, "0: until stopped");
+  t.throws(
+    () => parseLoadArgs(["--url", "u", "--key", "k", "--kind", "otlp", "--seconds", "0"]),
+    /--seconds 0 \(until stopped\) is for --kind events/,
+  );
 });

@@ -9,8 +9,10 @@
  *
  * `events`: create_events calls of `--per-call` events (B1: 100, B2: 1) to `--connections` new
  * sessions, scripts/load.ts's bodies; `otlp`: B7's protobuf bodies to /v1/traces. Prints one JSON
- * line, the run's LoadResult ({"requests", "rps", "p50", "p99", "non2xx", "errors"}; for otlp
- * {"spansPerS", "requests", "p99", "failed"}).
+ * line, the run's LoadResult ({"requests", "rps", "p50", "p99", "non2xx", "errors", "statuses"};
+ * for otlp {"spansPerS", "requests", "p99", "failed"}). `--seconds 0`: events until SIGTERM (an
+ * hour at most), the rate over the time it ran: for a bench that measures beside the load for as
+ * long as its figures take (runLoadChild's stop()).
  */
 import { spawn } from "node:child_process";
 import { parseArgs } from "node:util";
@@ -49,6 +51,8 @@ export function parseLoadArgs(args: string[]): LoadChildOptions {
   });
   if (!values.url) throw new Error("--url is required (the server's base URL)");
   if (!values.key) throw new Error("--key is required (the server's API key)");
+  if (values.kind === "otlp" && values.seconds === "0")
+    throw new Error("--seconds 0 (until stopped) is for --kind events");
   if (values.kind !== "events" && values.kind !== "otlp")
     throw new Error(`--kind is events or otlp, not "${values.kind}"`);
   return {
@@ -57,7 +61,7 @@ export function parseLoadArgs(args: string[]): LoadChildOptions {
     kind: values.kind,
     perCall: whole(values["per-call"], "per-call", 1),
     connections: whole(values.connections, "connections", 1),
-    seconds: whole(values.seconds, "seconds", 1),
+    seconds: whole(values.seconds, "seconds", 0),
     warmup: whole(values.warmup, "warmup", 0),
   };
 }
@@ -71,11 +75,12 @@ export function loadArgs(o: LoadChildOptions): string[] {
 }
 
 /**
- * Runs the load generator in a child process; resolves with its JSON line once it exits. `root`
- * is the checkout whose script runs (always this one: the client must be the same for both sides
- * of bench --against).
+ * Runs the load generator in a child process: `result` resolves with its JSON line once it exits;
+ * `stop()` ends a run of `seconds: 0` (SIGTERM: the child stops autocannon and still prints its
+ * figures). `root` is the checkout whose script runs (this one, so that both sides of bench
+ * --against get the same client).
  */
-export function runLoadChild<T = Record<string, number>>(o: LoadChildOptions, root: string): Promise<T> {
+export function runLoadChild<T = Record<string, number>>(o: LoadChildOptions, root: string) {
   const child = spawn(process.execPath, ["--import", "tsx", "scripts/bench/load-child.ts", ...loadArgs(o)], {
     cwd: root,
     stdio: ["ignore", "pipe", "inherit"],
@@ -86,7 +91,7 @@ export function runLoadChild<T = Record<string, number>>(o: LoadChildOptions, ro
   child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
     out += chunk;
   });
-  return new Promise((resolve, reject) => {
+  const result = new Promise<T>((resolve, reject) => {
     child.once("exit", (code) => {
       process.off("exit", kill);
       const last = out.trim().split("\n").pop() ?? "";
@@ -98,6 +103,7 @@ export function runLoadChild<T = Record<string, number>>(o: LoadChildOptions, ro
       }
     });
   });
+  return { result, stop: () => child.kill("SIGTERM") };
 }
 
 async function main() {
@@ -111,12 +117,15 @@ async function main() {
     return;
   }
   const { ingest, openSessions } = await import("../load.ts");
+  const stopped = new AbortController();
+  if (o.seconds === 0) process.once("SIGTERM", () => stopped.abort());
   const jwts = await openSessions(server, o.connections);
   const run = await ingest(server, jwts, {
     connections: o.connections,
-    seconds: o.seconds,
+    seconds: o.seconds === 0 ? 3600 : o.seconds,
     perCall: o.perCall,
     warmup: o.warmup,
+    ...(o.seconds === 0 ? { signal: stopped.signal } : {}),
   });
   process.stdout.write(`${JSON.stringify(run)}\n`);
 }
