@@ -1,7 +1,8 @@
 /**
  * `npm run bench [-- --quick]`: how fast agentmon ingests on this machine, as ratios against
  * baselines measured in the same run, so that a noisy or slow machine moves both sides together.
- * `npm run bench -- --against REV` compares B1 and B2 with another revision instead
+ * `npm run bench -- --against REV [--scenarios B1,B2,B4,B7] [--rounds N]` compares issue 24's
+ * scenarios (B1, B2, B4 on a fresh file, B7) with another revision instead, A B B A in one run
  * (scripts/bench/against.ts).
  *
  * Baselines, each in its own process:
@@ -42,7 +43,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { compareAgainst } from "./bench/against.ts";
+import { compareAgainst, parseScenarios } from "./bench/against.ts";
+import { agentmonEnv, coldStart } from "./bench/cold-start.ts";
 import { decodeCost, otlpBodies, otlpGrpcIngest, otlpIngest } from "./bench/otlp.ts";
 import { lifecycle, memory } from "./bench/scenarios.ts";
 import { ingest, openSessions, ROOT, type Server, START_ARGS, startAgentmon } from "./load.ts";
@@ -52,6 +54,7 @@ const { values } = parseArgs({
     quick: { type: "boolean", default: false },
     against: { type: "string" },
     rounds: { type: "string", default: "1" },
+    scenarios: { type: "string" },
   },
 });
 const quick = values.quick;
@@ -135,45 +138,20 @@ async function batchIngest(server: Server) {
   return { eventsPerS: run.rps * 100, p99: run.p99, failed: run.non2xx + run.errors };
 }
 
-/** Spawn-to-first-200 of POST /v2/create_session, in ms. */
-async function coldStart(args: string[], env: NodeJS.ProcessEnv, body: string, headers: Record<string, string>) {
-  const port = 20_000 + Math.floor(Math.random() * 30_000);
-  const started = performance.now();
-  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...env, PORT: String(port) }, stdio: "ignore" });
-  try {
-    for (;;) {
-      try {
-        const res = await fetch(`http://127.0.0.1:${port}/v2/create_session`, {
-          method: "POST",
-          headers: { "content-type": "application/json", ...headers },
-          body,
-        });
-        if (res.status === 200) return performance.now() - started;
-      } catch {
-        // not listening yet
-      }
-      if (child.exitCode !== null) throw new Error(`${args.join(" ")} exited with ${child.exitCode}`);
-      await new Promise((resolve) => setTimeout(resolve, 2));
-    }
-  } finally {
-    const exited = new Promise((resolve) => child.once("exit", resolve));
-    child.kill("SIGKILL");
-    await exited;
-  }
-}
-
-function agentmonEnv(extra: Record<string, string>) {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(AGENTMON_|PORT$)/.test(name)));
-  return { ...clean, AGENTMON_LOG_LEVEL: "warn", ...extra };
-}
-
 if (values.against !== undefined) {
   log(
     `agentmon bench --against ${values.against}${quick ? " --quick" : ""}: ${cpus().length} × ${cpus()[0]?.model ?? "?"}\n`,
   );
   const compared = await compareAgainst(
     values.against,
-    { seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS, rounds: Math.max(1, Number(values.rounds) || 1) },
+    {
+      seconds: SECONDS,
+      warmup: WARMUP,
+      connections: CONNECTIONS,
+      rounds: Math.max(1, Number(values.rounds) || 1),
+      spawns: SPAWNS,
+      scenarios: parseScenarios(values.scenarios),
+    },
     log,
   );
   writeFileSync(join(ROOT, "bench.json"), JSON.stringify({ quick, ...compared }, null, 2));

@@ -12,10 +12,14 @@ import autocannon from "autocannon";
 
 export const ROOT = new URL("..", import.meta.url).pathname;
 
-/** The arguments `npm start` gives node (its node flags, then bin/agentmon.js serve). */
-export const START_ARGS: string[] = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"))
-  .scripts.start.split(" ")
-  .slice(1);
+/** The arguments `npm start` gives node (its node flags, then bin/agentmon.js serve) in the checkout at `root`. */
+export const startArgs = (root: string): string[] =>
+  JSON.parse(readFileSync(join(root, "package.json"), "utf8"))
+    .scripts.start.split(" ")
+    .slice(1);
+
+/** This checkout's `npm start` arguments. */
+export const START_ARGS: string[] = startArgs(ROOT);
 
 export interface Server {
   url: string;
@@ -37,7 +41,7 @@ export async function startAgentmon(env: Record<string, string> = {}, root = ROO
   const dir = mkdtempSync(join(tmpdir(), "agentmon-load-"));
   const key = env.AGENTMON_API_KEY ?? randomUUID();
   const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(AGENTMON_|PORT$)/.test(name)));
-  const child = spawn(process.execPath, START_ARGS, {
+  const child = spawn(process.execPath, root === ROOT ? START_ARGS : startArgs(root), {
     cwd: root,
     env: {
       ...clean,

@@ -4,6 +4,7 @@
  * bench:storage, and the arguments of bench:storage and the load generator's child process.
  */
 import t from "tap";
+import { parseScenarios } from "../scripts/bench/against.ts";
 import { lagOf, orNa, sampleOf, summarize } from "../scripts/bench/lag.ts";
 import { loadArgs, parseLoadArgs } from "../scripts/bench/load-child.ts";
 import { attribute, groupOf } from "../scripts/bench/storage-groups.ts";
@@ -137,4 +138,11 @@ t.test("the load generator's arguments, there and back", async (t) => {
     () => parseLoadArgs(["--url", "u", "--key", "k", "--kind", "otlp", "--seconds", "0"]),
     /--seconds 0 \(until stopped\) is for --kind events/,
   );
+});
+
+t.test("bench --against's scenarios", async (t) => {
+  t.same(parseScenarios(undefined), ["B1", "B2", "B4", "B7"], "all of issue 24's by default");
+  t.same(parseScenarios("b7, B1"), ["B1", "B7"], "any case, in the run's order");
+  t.throws(() => parseScenarios("B1,B3"), /--scenarios takes a list of B1, B2, B4, B7; not "B1,B3"/);
+  t.throws(() => parseScenarios(" , "), /--scenarios takes a list/);
 });
