@@ -30,6 +30,7 @@ export const RAW_TABLES = [
   "rate_limits",
   "rate_buckets",
   "migrations",
+  "agentmon_schema",
 ] as const;
 
 /** Projections, one line each (issue 24's list); FTS shadow tables and the prefixes are below. */
