@@ -1,5 +1,6 @@
 /**
- * `npm run bench:storage [-- --quick] [--postgres] [--events 1000000,10000000] [--shape dataset|b1]`:
+ * `npm run bench:storage [-- --quick] [--postgres] [--events 1000000,10000000] [--shape dataset|b1]
+ * [--keep] [--db FILE]`:
  * bytes per event on disk (issue 24 §7), raw rows and each projection apart.
  *
  * Loads the events in steps (default 1 M, then 9 M more to 10 M; `--quick`: 100 k), through the
@@ -21,6 +22,9 @@
  * Indexes count with their table, except those that exist only for a projection (scripts/bench/
  * storage-groups.ts). Tables the list does not know are "other", so nothing is missed.
  *
+ * `--db FILE` measures an existing SQLite file (loading on into it only for a step above what it
+ * holds), for a data set kept with `--keep` or a long run cut short.
+ *
  * Prints a table per step and writes bench-storage.json in the current directory. No thresholds.
  */
 import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -38,6 +42,11 @@ export interface StorageOptions {
   shape: "dataset" | "b1";
   /** Keep the SQLite file (its path is printed) instead of removing it. */
   keep: boolean;
+  /**
+   * An existing SQLite file to measure, and to load on into when a step is above what it holds
+   * (a run that was cut short, or a data set kept with --keep); never removed.
+   */
+  db?: string | undefined;
 }
 
 /** `1000000`, `1e6`, `1m`, `100k`, `10M`: a count of events. */
@@ -57,6 +66,7 @@ export function parseStorageArgs(args: string[]): StorageOptions {
       events: { type: "string" },
       shape: { type: "string", default: "dataset" },
       keep: { type: "boolean", default: false },
+      db: { type: "string" },
     },
     strict: true,
   });
@@ -71,7 +81,14 @@ export function parseStorageArgs(args: string[]): StorageOptions {
   }
   if (values.shape !== "dataset" && values.shape !== "b1")
     throw new Error(`--shape is dataset or b1, not "${values.shape}"`);
-  return { steps, engine: values.postgres ? "postgres" : "sqlite", shape: values.shape, keep: values.keep };
+  if (values.db !== undefined && values.postgres) throw new Error("--db is a SQLite file; not with --postgres");
+  return {
+    steps,
+    engine: values.postgres ? "postgres" : "sqlite",
+    shape: values.shape,
+    keep: values.keep,
+    ...(values.db === undefined ? {} : { db: values.db }),
+  };
 }
 
 const KEY = "0b7c6f4e-5a4e-4b0a-9c1e-2f3d4a5b6c7d";
@@ -197,6 +214,30 @@ async function settle(o: StorageOptions, target: string) {
   return { seconds: (performance.now() - started) / 1000, projector };
 }
 
+/**
+ * What an existing file holds, from its raw rows: its events, and the index after the highest
+ * data-set session (`s-00000123`), where loading goes on (sessions of a cut-short run may be
+ * missing below it; none is written twice).
+ */
+async function held(path: string): Promise<Written> {
+  const { default: Database } = await import("better-sqlite3");
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  try {
+    const row = db
+      .prepare(
+        "SELECT (SELECT count(*) FROM events) AS events, (SELECT max(id) FROM sessions WHERE id GLOB 's-[0-9]*') AS last",
+      )
+      .get() as { events: number; last: string | null };
+    const sessions =
+      row.last === null
+        ? (db.prepare("SELECT count(*) AS n FROM sessions").get() as { n: number }).n
+        : Number(row.last.slice(2)) + 1;
+    return { events: row.events, sessions };
+  } finally {
+    db.close();
+  }
+}
+
 /** Every b-tree of the SQLite file, by dbstat; and the free pages. */
 async function measureSqlite(path: string) {
   const { default: Database } = await import("better-sqlite3");
@@ -292,13 +333,21 @@ async function main() {
   }
   const results = [];
   const written: Written = { sessions: 0, events: 0 };
+  if (o.db) {
+    target = o.db;
+    Object.assign(written, await held(o.db));
+    log(`${o.db}: ${written.events.toLocaleString("en-US")} events, next session index ${written.sessions}`);
+  }
   try {
     log(
       `bench:storage: ${o.engine}, ${o.shape} shape, steps ${o.steps.map((n) => n.toLocaleString("en-US")).join(", ")} events`,
     );
     for (const step of o.steps) {
-      log(`\nloading to ${step.toLocaleString("en-US")} events ...`);
-      const loadSeconds = await load(o, target, written, step);
+      let loadSeconds = 0;
+      if (written.events < step) {
+        log(`\nloading to ${step.toLocaleString("en-US")} events ...`);
+        loadSeconds = await load(o, target, written, step);
+      }
       const settled = await settle(o, target);
       const measured = o.engine === "postgres" ? await measurePostgres(target) : await measureSqlite(target);
       const lines = attribute(measured.measured);
@@ -321,7 +370,7 @@ async function main() {
     const out = { date: new Date().toISOString(), engine: o.engine, shape: o.shape, steps: results };
     writeFileSync("bench-storage.json", `${JSON.stringify(out, null, 2)}\n`);
     log("\nwritten: bench-storage.json");
-    if (o.keep && o.engine === "sqlite") log(`kept: ${target}`);
+    if (o.keep && o.engine === "sqlite" && !o.db) log(`kept: ${target}`);
   } finally {
     if (dbName) await adminQuery(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
     if (!(o.keep && o.engine === "sqlite")) rmSync(dir, { recursive: true, force: true });

@@ -110,6 +110,8 @@ t.test("bench:storage's arguments", async (t) => {
   t.throws(() => parseStorageArgs(["--events", "1m,100k"]), /--events steps must grow/);
   t.throws(() => parseStorageArgs(["--shape", "huge"]), /--shape is dataset or b1, not "huge"/);
   t.throws(() => parseStorageArgs(["--nope"]), /Unknown option '--nope'/);
+  t.equal(parseStorageArgs(["--db", "/tmp/x.db", "--events", "5m"]).db, "/tmp/x.db");
+  t.throws(() => parseStorageArgs(["--db", "x.db", "--postgres"]), /--db is a SQLite file; not with --postgres/);
 });
 
 t.test("the load generator's arguments, there and back", async (t) => {
