@@ -466,7 +466,7 @@ async function main() {
       console.log(
         `\nwhile B1 load ran: ${Math.round(loaded.load.events_per_s).toLocaleString("en")} events/s ` +
           `(p99 ${loaded.load.p99} ms; answers by status ${JSON.stringify(loaded.load.statuses)}, ` +
-          `${loaded.load.errors} errors and timeouts)` +
+          `${loaded.load.errors} without an answer, ${loaded.load.timeouts ?? 0} of them after 10 s)` +
           (loaded.outlasted ? "" : "; WARNING: the load ended before the last figure"),
       );
       console.log(`${pad("what", 38)}    req/s   p50 ms   p99 ms   idle p99`);

@@ -181,7 +181,10 @@ export interface LoadResult {
   p50: number;
   p99: number;
   non2xx: number;
+  /** Requests without an answer: connection errors and timeouts. */
   errors: number;
+  /** Of the errors, those that got no answer within autocannon's 10 s. */
+  timeouts?: number;
   /** Answers by status code (autocannon's statusCodeStats), so that failed calls say why. */
   statuses?: Record<string, number>;
 }
@@ -240,7 +243,9 @@ export async function ingest(
     p50: result.latency.p50,
     p99: result.latency.p99,
     non2xx: result.non2xx,
-    errors: result.errors + result.timeouts,
+    // autocannon's errors already count its timeouts (no answer within 10 s): not added twice.
+    errors: result.errors,
+    timeouts: result.timeouts,
     statuses: Object.fromEntries(
       Object.entries(result.statusCodeStats ?? {}).map(([code, stats]) => [code, stats.count ?? 0]),
     ),
