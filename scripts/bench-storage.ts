@@ -238,6 +238,54 @@ async function held(path: string): Promise<Written> {
   }
 }
 
+/** Rollup tables with a level (hourly, daily) and a dimension, as of migration 011. */
+const LEVELLED = ["event_rollup_durations", "event_rollups"];
+
+/**
+ * The rows of each levelled rollup table per level and dimension, and their share of its bytes
+ * (rows × the table's bytes per row: an estimate): which granularity the size comes from. A table
+ * without those columns (a later layout) is skipped.
+ */
+async function byLevel(engine: StorageOptions["engine"], target: string, measured: Measured[]) {
+  const out: { table: string; level: number; dim: string; rows: number; bytes: number }[] = [];
+  const sql = (table: string) =>
+    `SELECT level, dim, count(*) AS n FROM ${table} GROUP BY level, dim ORDER BY level, dim`;
+  let query: (text: string) => Promise<{ level: number; dim: string; n: number }[]>;
+  let close: () => Promise<void>;
+  if (engine === "postgres") {
+    const { default: pg } = await import("pg");
+    const client = new pg.Client({ connectionString: target });
+    await client.connect();
+    query = async (text) =>
+      (await client.query<{ level: number; dim: string; n: string }>(text)).rows.map((r) => ({ ...r, n: Number(r.n) }));
+    close = () => client.end();
+  } else {
+    const { default: Database } = await import("better-sqlite3");
+    const db = new Database(target, { readonly: true });
+    query = async (text) => db.prepare(text).all() as { level: number; dim: string; n: number }[];
+    close = async () => {
+      db.close();
+    };
+  }
+  try {
+    for (const table of LEVELLED) {
+      const bytes = measured.filter((m) => m.table === table).reduce((sum, m) => sum + m.bytes, 0);
+      let rows: { level: number; dim: string; n: number }[];
+      try {
+        rows = await query(sql(table));
+      } catch {
+        continue;
+      }
+      const total = rows.reduce((sum, r) => sum + r.n, 0);
+      for (const r of rows)
+        out.push({ table, level: r.level, dim: r.dim, rows: r.n, bytes: total ? (bytes * r.n) / total : 0 });
+    }
+  } finally {
+    await close();
+  }
+  return out;
+}
+
 /** Every b-tree of the SQLite file, by dbstat; and the free pages. */
 async function measureSqlite(path: string) {
   const { default: Database } = await import("better-sqlite3");
@@ -353,10 +401,17 @@ async function main() {
       const lines = attribute(measured.measured);
       log(
         `\n${written.events.toLocaleString("en-US")} events in ${written.sessions.toLocaleString("en-US")} sessions ` +
-          `(${o.engine}, ${o.shape}); loaded in ${loadSeconds.toFixed(0)} s, ${settled.projector ? `projector settled in ${settled.seconds.toFixed(0)} s` : "no projector gauge (derived at write time)"}`,
+          `(${o.engine}, ${o.shape}); ${loadSeconds ? `loaded in ${loadSeconds.toFixed(0)} s` : "already held"}, ${settled.projector ? `projector settled in ${settled.seconds.toFixed(0)} s` : "no projector gauge (derived at write time)"}`,
       );
       report(lines, written.events, measured.free, measured.file);
+      const levels = await byLevel(o.engine, target, measured.measured);
+      for (const l of levels)
+        log(
+          `  ${l.table} ${l.level === 0 ? "hourly" : l.level === 1 ? "daily" : `level ${l.level}`} ${l.dim}: ` +
+            `${l.rows.toLocaleString("en-US")} rows, ~${mb(l.bytes)} MB`,
+        );
       results.push({
+        levels,
         events: written.events,
         sessions: written.sessions,
         load_seconds: Math.round(loadSeconds),
