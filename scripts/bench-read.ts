@@ -19,9 +19,18 @@
  *   (g) q, a rare word and a common one              GET /v2/sessions?q=... (full-text search,
  *       docs/decisions/023-search.md)
  *
+ * Then, second phase (issue 24), the same queries again **while B1 load runs** against the same
+ * server: 100-event create_events calls on 50 connections, from a load generator in a process of
+ * its own (scripts/bench/load-child.ts, scripts/load.ts's bodies), started a few seconds before the
+ * first query is timed and running past the last. Meanwhile GET /metrics is scraped every second
+ * for the projector's lag, `agentmon_projection_backlog` (changes not projected yet) and
+ * `agentmon_projection_lag_seconds` (age of the oldest), whose max and p99 are reported ("n/a"
+ * when the server does not show them). `--no-load` skips this phase.
+ *
  * Prints a table, the data file's size, and writes bench-read.json in the current directory. No
  * thresholds: the figures are for comparing runs on the same machine (issue 15's target: every
- * query's p99 under 150 ms on the 1 M data set).
+ * query's p99 under 150 ms on the 1 M data set; issue 24's: under 300 ms while B1 load runs).
+ * `--quick` (20 000 sessions, 2 s a figure) is a smoke run of about a minute and a half.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -35,7 +44,10 @@ import { sqliteStore } from "../db/sqlite/store.ts";
 import type { Store } from "../db/store.ts";
 import { hashApiKey, keyPrefix } from "../domain/keys.ts";
 import type { EventRecord, Kind } from "../domain/types.ts";
+import { LAG_GAUGES, lagOf, orNa, scrapeLag, summarize } from "./bench/lag.ts";
+import { runLoadChild } from "./bench/load-child.ts";
 import { generateDataset, RARE_WORD } from "./dataset.ts";
+import type { LoadResult } from "./load.ts";
 
 const { values } = parseArgs({
   options: {
@@ -44,11 +56,15 @@ const { values } = parseArgs({
     seconds: { type: "string" },
     db: { type: "string" },
     days: { type: "string" },
+    "no-load": { type: "boolean", default: false },
   },
 });
 const quick = values.quick;
-const SESSIONS = Number(values.sessions ?? (quick ? 100_000 : 1_000_000));
-const SECONDS = Number(values.seconds ?? (quick ? 3 : 8));
+const SESSIONS = Number(values.sessions ?? (quick ? 20_000 : 1_000_000));
+const SECONDS = Number(values.seconds ?? (quick ? 2 : 8));
+/** B1 of `npm run bench`: 100 events a create_events call, 50 connections. */
+const LOAD = { perCall: 100, connections: 50, warmup: quick ? 2 : 5 };
+const METRICS_TOKEN = "bench-read-metrics-token-0123456789";
 /** Days the sessions spread over; 1 M over 365 days puts ~82 000 in the measured 30 (`--sessions 100000 --days 37`: as many). */
 const DAYS = Number(values.days ?? 365);
 const NAIVE_RUNS = quick ? 3 : 3;
@@ -123,7 +139,13 @@ async function addBig(store: Store, projectId: string) {
 }
 
 function serve(path: string): Promise<{ child: ChildProcess; base: string }> {
-  const env = { ...process.env, AGENTMON_API_KEY: KEY, AGENTMON_LOG_LEVEL: "silent", AGENTMON_RATE_LIMIT: "0" };
+  const env = {
+    ...process.env,
+    AGENTMON_API_KEY: KEY,
+    AGENTMON_LOG_LEVEL: "silent",
+    AGENTMON_RATE_LIMIT: "0",
+    AGENTMON_METRICS_TOKEN: METRICS_TOKEN,
+  };
   const child = spawn(process.execPath, ["bin/agentmon.js", "serve", "--port", "0", "--db", path], {
     cwd: ROOT,
     env,
@@ -287,6 +309,70 @@ async function check(base: string, path: string, ok: (body: Record<string, unkno
     throw new Error(`${path} answered ${res.status}: ${JSON.stringify(body).slice(0, 300)}`);
 }
 
+interface UnderLoad {
+  baseline: Figure;
+  figures: Figure[];
+  /** What the B1 load achieved meanwhile (its warm-up not counted). */
+  load: LoadResult & { events_per_s: number };
+  /** Whether the load was still running when the last query's figure was taken. */
+  outlasted: boolean;
+  lag: Record<(typeof LAG_GAUGES)[number], ReturnType<typeof summarize>>;
+  /** Seconds from the load's end until the backlog was 0 (null: no gauge, or not within 2 minutes). */
+  drained_s: number | null;
+}
+
+/**
+ * The second phase: the same queries while B1 load runs against the server from a process of its
+ * own, and the projector's lag scraped every second meanwhile. The load runs until the last
+ * figure is taken, however long the figures take under it.
+ */
+async function duringLoad(base: string, queries: [string, string[]][]): Promise<UnderLoad> {
+  console.log(
+    `\nunder load: B1 (${LOAD.perCall} events a call, ${LOAD.connections} connections, its own process), ` +
+      `${LOAD.warmup} s of it first; the same figures meanwhile, GET /metrics every second ...`,
+  );
+  const scraper = scrapeLag(`${base}/metrics`, METRICS_TOKEN);
+  let running = true;
+  const load = runLoadChild<LoadResult>({ url: base, key: KEY, kind: "events", ...LOAD, seconds: 0 }, ROOT);
+  const loadEnded = () => {
+    running = false;
+  };
+  load.result.then(loadEnded, loadEnded);
+  // Its 50 sessions opened and its warm-up under way before the first figure.
+  await new Promise((resolve) => setTimeout(resolve, (LOAD.warmup + 2) * 1000));
+  const baseline = await measure("baseline: GET /healthz", base, ["/healthz"]);
+  const figures: Figure[] = [];
+  for (const [what, paths] of queries) figures.push(await measure(what, base, paths));
+  const outlasted = running;
+  load.stop();
+  const result = await load.result;
+  const ended = performance.now();
+  // How long the projector takes to catch up once the load stops.
+  let drained: number | null = null;
+  while (performance.now() - ended < 120_000) {
+    const res = await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+    const backlog = lagOf(await res.text()).agentmon_projection_backlog;
+    if (backlog === undefined) break;
+    if (backlog === 0) {
+      drained = (performance.now() - ended) / 1000;
+      break;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  const samples = await scraper.stop();
+  return {
+    baseline,
+    figures,
+    load: { ...result, events_per_s: result.rps * LOAD.perCall },
+    outlasted,
+    lag: {
+      agentmon_projection_backlog: summarize(samples, "agentmon_projection_backlog"),
+      agentmon_projection_lag_seconds: summarize(samples, "agentmon_projection_lag_seconds"),
+    },
+    drained_s: drained,
+  };
+}
+
 async function main() {
   const dir = values.db ? undefined : mkdtempSync(join(tmpdir(), "agentmon-bench-"));
   const path = values.db ?? join(dir as string, "bench.db");
@@ -306,12 +392,12 @@ async function main() {
         throw new Error(`${path} has no key ${KEY}: make it with scripts/dataset.ts or let this script seed it`);
       if (!(await store.getSession(key.project_id, "big"))) await addBig(store, key.project_id);
       await store.close();
-      // What the file holds, from the sessions' totals (decision 022): one row per session read.
+      // What the file holds, counted from the raw rows (the sessions' totals are a projection,
+      // issue 24, whose columns may move): a scan of the events' smallest index, seconds at 10 M.
       const db = new Database(path, { readonly: true });
-      const held = db.prepare("SELECT count(*) AS sessions, sum(event_count) AS events FROM sessions").get() as {
-        sessions: number;
-        events: number;
-      };
+      const held = db
+        .prepare("SELECT (SELECT count(*) FROM sessions) AS sessions, (SELECT count(*) FROM events) AS events")
+        .get() as { sessions: number; events: number };
       db.close();
       counts = held;
     }
@@ -375,6 +461,31 @@ async function main() {
         `${pad(f.what, 38)}${num(f.requests_per_s)}${num(f.p50_ms, 0)}${num(f.p99_ms, 0)}  ${num(n?.p50_ms, 0)}  ${num(n?.p99_ms, 0)}`,
       );
     });
+    const loaded = values["no-load"] ? undefined : await duringLoad(base, queries);
+    if (loaded) {
+      console.log(
+        `\nwhile B1 load ran: ${Math.round(loaded.load.events_per_s).toLocaleString("en")} events/s ` +
+          `(p99 ${loaded.load.p99} ms; answers by status ${JSON.stringify(loaded.load.statuses)}, ` +
+          `${loaded.load.errors} without an answer, ${loaded.load.timeouts ?? 0} of them after 10 s)` +
+          (loaded.outlasted ? "" : "; WARNING: the load ended before the last figure"),
+      );
+      console.log(`${pad("what", 38)}    req/s   p50 ms   p99 ms   idle p99`);
+      const idle = [baseline, ...figures];
+      [loaded.baseline, ...loaded.figures].forEach((f, i) => {
+        console.log(
+          `${pad(f.what, 38)}${num(f.requests_per_s)}${num(f.p50_ms, 0)}${num(f.p99_ms, 0)}  ${num(idle[i]?.p99_ms, 0)}`,
+        );
+      });
+      console.log("projector lag during the load (a scrape a second):");
+      for (const gauge of LAG_GAUGES) {
+        const l = loaded.lag[gauge];
+        const missing = l.missing ? ` (${l.missing} of ${l.scrapes} scrapes without it)` : "";
+        console.log(`  ${gauge}: max ${orNa(l.max, 2)}, p99 ${orNa(l.p99, 2)}${missing}`);
+      }
+      console.log(
+        `  backlog back to 0: ${loaded.drained_s === null ? "n/a" : `${loaded.drained_s.toFixed(1)} s after the load`}`,
+      );
+    }
     const report = {
       date: new Date().toISOString(),
       sessions: counts.sessions,
@@ -384,6 +495,7 @@ async function main() {
       seconds_per_figure: SECONDS,
       baseline,
       figures: figures.map((f, i) => ({ ...f, naive: naives[i] ?? null })),
+      under_load: loaded ?? null,
     };
     writeFileSync("bench-read.json", `${JSON.stringify(report, null, 2)}\n`);
     console.log("written: bench-read.json");

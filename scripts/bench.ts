@@ -1,7 +1,8 @@
 /**
  * `npm run bench [-- --quick]`: how fast agentmon ingests on this machine, as ratios against
  * baselines measured in the same run, so that a noisy or slow machine moves both sides together.
- * `npm run bench -- --against REV` compares B1 and B2 with another revision instead
+ * `npm run bench -- --against REV [--scenarios B1,B2,B4,B7] [--rounds N]` compares issue 24's
+ * scenarios (B1, B2, B4 on a fresh file, B7) with another revision instead, A B B A in one run
  * (scripts/bench/against.ts).
  *
  * Baselines, each in its own process:
@@ -43,7 +44,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { compareAgainst } from "./bench/against.ts";
+import { compareAgainst, parseScenarios } from "./bench/against.ts";
 import { coldStarts } from "./bench/cold.ts";
 import { decodeCost, otlpBodies, otlpGrpcIngest, otlpIngest } from "./bench/otlp.ts";
 import { lifecycle, memory } from "./bench/scenarios.ts";
@@ -54,6 +55,7 @@ const { values } = parseArgs({
     quick: { type: "boolean", default: false },
     against: { type: "string" },
     rounds: { type: "string", default: "1" },
+    scenarios: { type: "string" },
   },
 });
 const quick = values.quick;
@@ -137,7 +139,14 @@ if (values.against !== undefined) {
   );
   const compared = await compareAgainst(
     values.against,
-    { seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS, rounds: Math.max(1, Number(values.rounds) || 1) },
+    {
+      seconds: SECONDS,
+      warmup: WARMUP,
+      connections: CONNECTIONS,
+      rounds: Math.max(1, Number(values.rounds) || 1),
+      spawns: SPAWNS,
+      scenarios: parseScenarios(values.scenarios),
+    },
     log,
   );
   writeFileSync(join(ROOT, "bench.json"), JSON.stringify({ quick, ...compared }, null, 2));

@@ -95,6 +95,14 @@ export interface DatasetOptions {
   endUs?: number;
   /** Sessions written at once (calls in flight); default 64. */
   concurrency?: number;
+  /**
+   * The index of the first session (default 0): a second call with `first` = the sessions the
+   * first wrote adds new sessions (bench:storage's 10 M step continues its 1 M step). The
+   * generator is seeded with seed + first, so the same arguments still give the same data.
+   */
+  first?: number;
+  /** Stop starting sessions once this many events were written (bench:storage counts events). */
+  maxEvents?: number;
   onProgress?: (written: number) => void;
 }
 
@@ -198,29 +206,37 @@ export function makeSession(rng: Random, index: number, startUs: number, spanUs:
   return { session, events, agent };
 }
 
-/** Writes the data set into the project through the store; answers the sessions and events written. */
+/**
+ * Writes the data set into the project through the store; answers the sessions and events written.
+ * Only the Store's write methods are used (never SQL into derived tables), so whatever agentmon
+ * derives from the rows, at write time or later by a projector (issue 24), it derives itself.
+ */
 export async function generateDataset(store: Store, projectId: string, options: DatasetOptions) {
-  const rng = random(options.seed ?? 1);
+  const first = options.first ?? 0;
+  const rng = random((options.seed ?? 1) + first);
   const days = options.days ?? 365;
   const endUs = options.endUs ?? Date.now() * 1000;
   const startUs = endUs - days * DAY_US;
   const spanUs = days * DAY_US - 3_600_000_000; // room for the longest session before endUs
-  let next = 0;
+  let next = first;
   let events = 0;
+  const last = first + options.sessions;
+  const maxEvents = options.maxEvents ?? Number.POSITIVE_INFINITY;
   const worker = async () => {
-    while (next < options.sessions) {
+    while (next < last && events < maxEvents) {
       const index = next;
       next += 1;
       const made = makeSession(rng, index, startUs, spanUs);
+      // Counted before the writes: the workers in flight must see it to stop at maxEvents.
+      events += made.events.length;
       await store.createSession(projectId, made.session);
       await store.upsertAgent(projectId, made.session.id, { id: made.agent, name: "planner", extra: {} });
       await store.insertEvents(projectId, made.session.id, made.events);
-      events += made.events.length;
       if (index % 10_000 === 0) options.onProgress?.(index);
     }
   };
   await Promise.all(Array.from({ length: options.concurrency ?? 64 }, worker));
-  return { sessions: options.sessions, events };
+  return { sessions: next - first, events };
 }
 
 async function main() {

@@ -12,10 +12,14 @@ import autocannon from "autocannon";
 
 export const ROOT = new URL("..", import.meta.url).pathname;
 
-/** The arguments `npm start` gives node (its node flags, then bin/agentmon.js serve). */
-export const START_ARGS: string[] = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"))
-  .scripts.start.split(" ")
-  .slice(1);
+/** The arguments `npm start` gives node (its node flags, then bin/agentmon.js serve) in the checkout at `root`. */
+export const startArgs = (root: string): string[] =>
+  JSON.parse(readFileSync(join(root, "package.json"), "utf8"))
+    .scripts.start.split(" ")
+    .slice(1);
+
+/** This checkout's `npm start` arguments. */
+export const START_ARGS: string[] = startArgs(ROOT);
 
 export interface Server {
   url: string;
@@ -37,7 +41,7 @@ export async function startAgentmon(env: Record<string, string> = {}, root = ROO
   const dir = mkdtempSync(join(tmpdir(), "agentmon-load-"));
   const key = env.AGENTMON_API_KEY ?? randomUUID();
   const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(AGENTMON_|PORT$)/.test(name)));
-  const child = spawn(process.execPath, START_ARGS, {
+  const child = spawn(process.execPath, root === ROOT ? START_ARGS : startArgs(root), {
     cwd: root,
     env: {
       ...clean,
@@ -177,28 +181,46 @@ export interface LoadResult {
   p50: number;
   p99: number;
   non2xx: number;
+  /** Requests without an answer: connection errors and timeouts. */
   errors: number;
+  /** Of the errors, those that got no answer within autocannon's 10 s. */
+  timeouts?: number;
+  /** Answers by status code (autocannon's statusCodeStats), so that failed calls say why. */
+  statuses?: Record<string, number>;
 }
 
 /**
  * Runs autocannon against create_events with `perCall` new events per request, spreading the
- * requests over the sessions' JWTs. `rate` caps the total requests per second.
+ * requests over the sessions' JWTs. `rate` caps the total requests per second. With `signal`, the
+ * run ends when it is aborted (`seconds` is then only a cap) and the rate is over the time it ran.
  */
 export async function ingest(
   server: Server,
   jwts: string[],
-  options: { connections: number; seconds: number; perCall: number; rate?: number; warmup?: number },
+  options: {
+    connections: number;
+    seconds: number;
+    perCall: number;
+    rate?: number;
+    warmup?: number;
+    signal?: AbortSignal;
+  },
 ): Promise<LoadResult> {
   let turn = 0;
   const body = batchBody(options.perCall);
-  const run = (seconds: number) =>
-    autocannon({
+  const run = (seconds: number) => {
+    // Without a callback autocannon answers its tracker, a thenable that also has stop().
+    const instance = autocannon({
       url: `${server.url}/v2/create_events`,
       connections: options.connections,
       duration: seconds,
       ...(options.rate ? { overallRate: options.rate } : {}),
       requests,
-    });
+    }) as Promise<autocannon.Result> & { stop(): void };
+    // Stopping a run that has already ended changes nothing, so the listener may outlive it.
+    options.signal?.addEventListener("abort", () => instance.stop(), { once: true });
+    return instance;
+  };
   const requests: autocannon.Request[] = [
     {
       method: "POST",
@@ -211,14 +233,21 @@ export async function ingest(
   ];
   // The same load first, not counted: JIT compilation and lazily built validators are B4's
   // concern (cold start), not the steady rate's.
-  if (options.warmup) await run(options.warmup);
+  if (options.warmup && !options.signal?.aborted) await run(options.warmup);
+  const started = performance.now();
   const result = await run(options.seconds);
+  const seconds = options.signal ? (performance.now() - started) / 1000 : options.seconds;
   return {
     requests: result.requests.total,
-    rps: result.requests.total / options.seconds,
+    rps: result.requests.total / seconds,
     p50: result.latency.p50,
     p99: result.latency.p99,
     non2xx: result.non2xx,
-    errors: result.errors + result.timeouts,
+    // autocannon's errors already count its timeouts (no answer within 10 s): not added twice.
+    errors: result.errors,
+    timeouts: result.timeouts,
+    statuses: Object.fromEntries(
+      Object.entries(result.statusCodeStats ?? {}).map(([code, stats]) => [code, stats.count ?? 0]),
+    ),
   };
 }

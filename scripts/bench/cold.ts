@@ -61,7 +61,8 @@ export async function coldStart(
   }
 }
 
-function agentmonEnv(extra: Record<string, string>) {
+/** This process's environment without agentmon's settings, with `extra` (a fresh server's environment). */
+export function agentmonEnv(extra: Record<string, string>) {
   const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(AGENTMON_|PORT$)/.test(name)));
   return { ...clean, AGENTMON_LOG_LEVEL: "warn", ...extra };
 }
