@@ -52,8 +52,9 @@ export async function build() {
     target: "node20",
     // better-sqlite3 is a native addon; yaml is loaded only when dist/openapi.json is stale;
     // @grpc/grpc-js only when AGENTMON_OTLP_GRPC_PORT is set (decision 028): left out, a server
-    // without that port neither parses nor loads it.
-    external: ["better-sqlite3", "yaml", "@grpc/grpc-js"],
+    // without that port neither parses nor loads it; @node-rs/argon2 (passwords, decision 035) is a
+    // native addon too, loaded from node_modules.
+    external: ["better-sqlite3", "yaml", "@grpc/grpc-js", "@node-rs/argon2"],
     outdir: new URL("dist/", ROOT).pathname,
     outExtension: { ".js": ".mjs" },
     // What a dynamic import() loads (pg, Redis, the OTLP decoders, /docs...) is a chunk of its

@@ -4,11 +4,14 @@
  * maps to roles per project. openid-client checks the state, the nonce, the issuer (and the `iss`
  * of the answer, RFC 9207), the audience and the signature; any failure is a 400 and no session.
  */
-import * as client from "openid-client";
+import type * as Client from "openid-client";
 import type { Store } from "../db/store.ts";
 import { ApiError, notFound } from "../domain/errors.ts";
 import { isEmailShape, normalEmail, type Role, type UserRecord } from "../domain/people.ts";
 import { audit } from "./people.ts";
+
+/** openid-client, loaded by the first sign-in through a provider, not at start (decision 034). */
+const openidClient = () => import("openid-client");
 
 export interface OidcProvider {
   /** The name in the URLs: /v2/auth/oidc/<id>/start. */
@@ -37,7 +40,7 @@ const refused = (why: string) =>
 
 export class Oidc {
   readonly #providers: Map<string, OidcProvider>;
-  readonly #configs = new Map<string, Promise<client.Configuration>>();
+  readonly #configs = new Map<string, Promise<Client.Configuration>>();
 
   constructor(providers: OidcProvider[]) {
     this.#providers = new Map(providers.map((p) => [p.id, p]));
@@ -57,12 +60,14 @@ export class Oidc {
   #config(provider: OidcProvider) {
     let config = this.#configs.get(provider.id);
     if (!config) {
-      config = client.discovery(
-        new URL(provider.issuer),
-        provider.client_id,
-        provider.client_secret,
-        undefined,
-        provider.insecure ? { execute: [client.allowInsecureRequests] } : undefined,
+      config = openidClient().then((client) =>
+        client.discovery(
+          new URL(provider.issuer),
+          provider.client_id,
+          provider.client_secret,
+          undefined,
+          provider.insecure ? { execute: [client.allowInsecureRequests] } : undefined,
+        ),
       );
       config.catch(() => this.#configs.delete(provider.id));
       this.#configs.set(provider.id, config);
@@ -74,6 +79,7 @@ export class Oidc {
   async start(id: string, redirectUri: string): Promise<{ url: string; flow: OidcFlow }> {
     const provider = this.#provider(id);
     const config = await this.#config(provider);
+    const client = await openidClient();
     const flow = {
       provider: id,
       state: client.randomState(),
@@ -105,6 +111,7 @@ export class Oidc {
     const provider = this.#provider(id);
     if (!flow || flow.provider !== id) throw refused("no sign-in was started from this browser");
     const config = await this.#config(provider);
+    const client = await openidClient();
     let claims: Record<string, unknown>;
     try {
       const tokens = await client.authorizationCodeGrant(config, callbackUrl, {

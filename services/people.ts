@@ -4,7 +4,6 @@
  * throttling per account and per address, browser sessions and the audit trail. The HTTP side
  * (cookies, CSRF) is http/people.ts; this module never sees a request.
  */
-import { hash, verify } from "@node-rs/argon2";
 import { Conflict } from "../db/errors.ts";
 import type { Store } from "../db/store.ts";
 import { decodeCursor, encodeCursor } from "../domain/cursor.ts";
@@ -28,7 +27,10 @@ export const PASSWORD_MAX = 1024;
  * argon2id with the library's defaults (19 MiB, 2 passes, 1 lane: OWASP's first recommended
  * setting), on libuv's threads so that the event loop is not held while it hashes.
  */
-export const hashPassword = (password: string) => hash(password, { algorithm: 2 });
+export const hashPassword = async (password: string) => (await argon2()).hash(password, { algorithm: 2 });
+
+/** The argon2 addon, loaded by the first password it hashes or checks, not at start (decision 034). */
+const argon2 = () => import("@node-rs/argon2");
 
 /** A hash of nothing anyone knows, verified for an unknown account, so that its answer takes as long. */
 let decoy: Promise<string> | undefined;
@@ -242,7 +244,10 @@ export async function logIn(
   if (wait > 0) throw tooManyRequests(wait, "Too many failed sign-ins for this account or from this address");
   const found = given.password.length <= PASSWORD_MAX ? await context.store.userByEmail(email) : undefined;
   decoy ??= hashPassword(newToken());
-  const ok = await verify(found?.password_hash ?? (await decoy), given.password.slice(0, PASSWORD_MAX));
+  const ok = await (await argon2()).verify(
+    found?.password_hash ?? (await decoy),
+    given.password.slice(0, PASSWORD_MAX),
+  );
   if (!found?.password_hash || !ok || found.disabled_at !== null) {
     await Promise.all(keys.map((key) => limits.recordFailure(key)));
     const after = await Promise.all(keys.map((key) => limits.failureWait(key)));

@@ -184,7 +184,13 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
       batch.dryRun
         ? countBatch(projectId, filter, batch)
         : group.write(GROUP_MAX_ROWS, () => sessions.deleteBatch(projectId, filter, batch)),
-    reclaimSpace: (maxPages) => group.write(1, () => reclaim(db, maxPages)),
+    // The deletes' projection first (their shares, totals and index entries go too), so that the
+    // pages it frees are given back with the rest.
+    reclaimSpace: (maxPages) =>
+      group.write(1, () => {
+        projector.catchUp();
+        return reclaim(db, maxPages);
+      }),
     analyticsSeries: current(analytics.series),
     analyticsBreakdown: current(analytics.breakdown),
     rebuildProjections: async () => projector.rebuild(),
