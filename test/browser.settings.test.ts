@@ -8,7 +8,7 @@
 import t from "tap";
 import { ownerLinkIfNoOne } from "../services/people.ts";
 import { chromiumMissing, openBrowser, saveScreenshot } from "./browser/page.ts";
-import { build } from "./helper.ts";
+import { API_KEY, build } from "./helper.ts";
 import { PASSWORD } from "./people.helpers.ts";
 
 t.test("project settings and the audit trail in headless Chromium", { skip: chromiumMissing }, async (t) => {
@@ -152,6 +152,31 @@ t.test("project settings and the audit trail in headless Chromium", { skip: chro
     t.match(created?.cells[1], /Olga Owner|owner@example\.com/, "who");
     t.match(created?.cells[2], /127\.0\.0\.1/, "from");
     await saveScreenshot(page, "people-audit.png");
+  });
+  await t.test("the audit page is paged: Older brings the next page by its cursor", async (t) => {
+    // 50 more acts (keys made with the admin key): the first page (50) no longer holds them all.
+    for (let i = 0; i < 50; i++) {
+      const res = await env.app.inject({
+        method: "POST",
+        url: "/v2/keys",
+        headers: { "x-agentmon-api-key": API_KEY, "content-type": "application/json" },
+        payload: { scopes: ["read"] },
+      });
+      t.equal(res.statusCode, 200, res.body);
+    }
+    await page.reload();
+    await page.waitForSelector("#older:visible");
+    t.equal(await page.locator("#audit-list tbody tr").count(), 50, "one page");
+    await page.click("#older");
+    await page.waitForSelector("#older", { state: "hidden" });
+    const actions = await page.$$eval("#audit-list tbody tr", (trs: any[]) => trs.map((tr) => tr.dataset.action));
+    t.ok(actions.length > 50, "the older page is appended");
+    t.equal(actions.at(-1), "user.created", "down to the first act, the owner's account");
+    t.match(
+      await page.textContent("#audit-list tbody tr td:nth-child(2)"),
+      /^API key 11111111/,
+      "an API key's act names the key by its prefix",
+    );
   });
   t.same(problems, [], "no page error and no CSP violation");
 });
