@@ -8,7 +8,7 @@
 import { readFileSync } from "node:fs";
 import t, { type Test } from "tap";
 import { parse } from "yaml";
-import { ASSETS, CONTENT_SECURITY_POLICY, PAGES, uiFilePath } from "../ui/assets.ts";
+import { ASSETS, CONTENT_SECURITY_POLICY, PAGE_ASSETS, PAGES, uiFilePath } from "../ui/assets.ts";
 import { API_KEY, build, isError, OTHER_PROJECT_KEY } from "./helper.ts";
 
 /** A served file as it is on disk: in ui/, or uPlot's in its npm package. */
@@ -151,6 +151,17 @@ t.test("uPlot is served from its npm package: the installed version's minified b
   t.equal(css.headers["content-type"], "text/css; charset=utf-8");
 });
 
+t.test("the pages served under /ui/ (sign-up, settings, audit trail) come with the UI's policy", async (t) => {
+  const api = await build(t);
+  for (const name of PAGE_ASSETS) {
+    const res = await api.inject({ method: "GET", url: `/ui/${name}` });
+    t.equal(res.statusCode, 200, `${name} is served`);
+    t.equal(res.headers["content-type"], "text/html; charset=utf-8", `${name} content type`);
+    t.equal(res.headers["content-security-policy"], CONTENT_SECURITY_POLICY, `${name}: the CSP`);
+    t.same(res.rawPayload, onDisk(name), `${name}: the file's bytes`);
+  }
+});
+
 t.test("every asset of the list is served as on disk, with its content type", async (t) => {
   const api = await build(t);
   for (const name of ASSETS) {
@@ -172,7 +183,9 @@ t.test("everything the pages load is on the list, and nothing comes from another
     for (const [, path] of text.matchAll(/from "\.\/([^"]+)"/g)) loaded.add(path as string);
     t.notMatch(text, /(?:src|href|url\()\s*=?\s*["']?(?:https?:)?\/\//i, `${name} loads nothing from another origin`);
   }
-  for (const name of loaded) t.ok(served.has(name), `${name} (loaded by a page) is on the list`);
+  // A link to a page served under /ui/ (the settings, the audit trail) names a page, not an asset.
+  const pages = new Set<string>(PAGE_ASSETS);
+  for (const name of loaded) t.ok(served.has(name) || pages.has(name), `${name} (loaded by a page) is on the list`);
   t.same(
     [...served].filter((name) => !loaded.has(name)),
     [],

@@ -19,10 +19,19 @@ const TYPES = {
 
 /**
  * The pages, and the assets they load from /ui/<name>. signup.html, the page of the one-time
- * account links (decision 035), is served from /ui/signup.html by getUiAsset (PAGE_ASSETS).
+ * account links (decision 035), is served from /ui/signup.html by getUiAsset (PAGE_ASSETS), and so
+ * are a signed-in person's project settings and audit trail (issue 26): pages of their own
+ * addresses would be routes of openapi.yaml, and these need no server-side choice.
  */
-export const PAGES = ["overview.html", "sessions.html", "session.html", "signup.html"] as const;
-export const PAGE_ASSETS = ["signup.html"] as const;
+export const PAGES = [
+  "overview.html",
+  "sessions.html",
+  "session.html",
+  "signup.html",
+  "settings.html",
+  "audit.html",
+] as const;
+export const PAGE_ASSETS = ["signup.html", "settings.html", "audit.html"] as const;
 export const ASSETS = [
   "app.css",
   "common.js",
@@ -38,6 +47,8 @@ export const ASSETS = [
   "otel.js",
   "favicon.svg",
   "signup.js",
+  "settings.js",
+  "audit.js",
 ] as const;
 
 /**

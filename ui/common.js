@@ -90,6 +90,41 @@ export async function api(path, query = {}) {
   return body;
 }
 
+/**
+ * The signed-in person ({email, owner, project, projects, role}: role null for the owner who is
+ * no member), or null when the page reads with an API key.
+ */
+export const signedIn = () => person;
+
+/**
+ * A write of a signed-in person (decision 035): JSON body, the CSRF token and the project. The
+ * answer's body, or an ApiError; a 401 (the session ended) asks to sign in again, as api() does.
+ */
+export async function send(method, path, body) {
+  const headers = { "X-CSRF-Token": person?.csrf ?? "", "X-Agentmon-Project": currentProject() };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  let res;
+  try {
+    res = await fetch(new URL(path, location.origin), {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      cache: "no-store",
+      credentials: "same-origin",
+    });
+  } catch {
+    throw new ApiError(0, { error: "Network error", message: "The server could not be reached; is it running?" });
+  }
+  const answer = await res.json().catch(() => null);
+  if (res.ok) return answer;
+  const error = new ApiError(res.status, answer);
+  if (res.status === 401) {
+    person = null;
+    askForKey("Your session has ended (signed out, or your access was removed). Sign in again.");
+  }
+  throw error;
+}
+
 // The page's hooks, set by startPage().
 let page = { start: () => {}, stop: () => {} };
 
@@ -109,6 +144,8 @@ export function startPage(hooks) {
     if (me) {
       person = me;
       forget.textContent = `Sign out (${me.email})`;
+      // The settings and audit pages are a signed-in person's (decision 035): shown to them only.
+      for (const link of document.querySelectorAll(".person-link")) link.hidden = false;
       showProjects(me);
       showApp();
     } else if (apiKey()) showApp();
@@ -129,7 +166,8 @@ async function whoAmI() {
     }
     const kept = sessionStorage.getItem(PROJECT_NAME);
     const project = projects.includes(kept) ? kept : projects[0];
-    return { email: me.user.email, csrf: me.csrf_token, projects, project };
+    const role = me.memberships.find((m) => m.project === project)?.role ?? null;
+    return { email: me.user.email, owner: me.user.owner === true, csrf: me.csrf_token, projects, project, role };
   } catch {
     return null;
   }
