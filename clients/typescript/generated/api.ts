@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 4c839e666a444ba76e5e7763eb51e3f217752eaddbffc9b16d86f6968bdf4dbc. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 38eb377f73251725f95d31dbb11b51f588947746b9f4fc9f2ce1338259a28dad. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -1162,7 +1162,8 @@ export interface paths {
          *     memory at start-up. `asset` is a file name from a fixed list (`app.css`, `common.js`,
          *     `overview.js`, `charts.js`, `sessions.js`, `session.js`, `timeline.js`, `tree.js`,
          *     `detail.js`, `otel.js`, `favicon.svg`, `signup.html` and `signup.js` (the page of the
-         *     one-time account links, decision 035), and uPlot's `uplot.js` and `uplot.css`, read from
+         *     one-time account links, decision 035), `settings.html`, `settings.js`, `audit.html` and
+         *     `audit.js` (a project's settings and audit trail), and uPlot's `uplot.js` and `uplot.css`, read from
          *     the installed npm package `uplot`); any other name, a path, `..` or an encoded slash is
          *     a 404. Same headers as `GET /`.
          */
