@@ -7,7 +7,7 @@ import { Conflict } from "../db/errors.ts";
 import type { Store } from "../db/store.ts";
 import { ApiError, notFound } from "../domain/errors.ts";
 import { hashApiKey, keyPrefix } from "../domain/keys.ts";
-import type { Role } from "../domain/people.ts";
+import { normalEmail, type Role } from "../domain/people.ts";
 import type { ApiKeyRecord, ProjectRecord, Scope } from "../domain/types.ts";
 import { type Actor, audit, type PeopleContext, userNotFound } from "./people.ts";
 
@@ -88,7 +88,11 @@ export async function setMember(
   userId: string,
   role: Role | null,
 ) {
-  const user = await context.store.userById(userId);
+  // An email names the account that has it (decision 035): an admin adds a person they know by
+  // address, without looking their id up first.
+  const user = userId.includes("@")
+    ? await context.store.userByEmail(normalEmail(userId))
+    : await context.store.userById(userId);
   if (!user) throw userNotFound(userId);
   const before = await context.store.setMember(projectId, user.id, role, iso(context.now()));
   if (role === null && before === undefined) throw notFound(`${user.email} is no member of this project`);

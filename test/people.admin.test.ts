@@ -60,6 +60,17 @@ t.test("members: an admin gives and removes roles; a viewer may not; retention n
       ["vera@example.com", "editor"],
     ],
   );
+  // By the account's email (any case): the same person, the same row; an address without an
+  // account is a 404 and adds nobody.
+  t.equal((await put(adam, "/v2/members/VERA%40Example.com", { role: "viewer" })).statusCode, 200);
+  const byEmail = (await asBrowser(api, adam, "GET", "/v2/members", { project: "default" })).json().members;
+  t.same(
+    byEmail.filter((m: { email: string }) => m.email === "vera@example.com").map((m: { role: string }) => m.role),
+    ["viewer"],
+    "the role set through the email",
+  );
+  isError(t, await put(adam, "/v2/members/nobody%40example.com", { role: "viewer" }), 404, "Not found");
+  t.equal((await put(adam, `/v2/members/${vera.id}`, { role: "editor" })).statusCode, 200);
   const retention = await put(ed, "/v2/retention", { days: 30 });
   t.equal(retention.statusCode, 200, retention.body);
   t.equal(retention.json().project.retention_days, 30);
@@ -69,7 +80,7 @@ t.test("members: an admin gives and removes roles; a viewer may not; retention n
   const trail = (await asBrowser(api, adam, "GET", "/v2/audit", { project: "default" })).json().records;
   t.same(
     trail.map((r: { action: string }) => r.action),
-    ["member.removed", "retention.changed", "member.role_changed"],
+    ["member.removed", "retention.changed", "member.role_changed", "member.role_changed", "member.role_changed"],
   );
 });
 

@@ -202,17 +202,22 @@ async function start() {
     $("new-key").hidden = true;
   });
 
-  // An email of a member changes their role; any other is invited (setMember needs an account
-  // id, and no API finds an account by its email): the link makes the account with the role.
+  // An email with an account is given the role (setMember takes the email); one without is
+  // invited: the link makes the account with the role.
   $("member-form").addEventListener("submit", async (event) => {
     event.preventDefault();
     const email = $("member-email").value.trim().toLowerCase();
     const role = $("member-role").value;
-    const member = members.find((m) => m.email.toLowerCase() === email);
     try {
-      if (member) {
-        await send("PUT", `/v2/members/${encodeURIComponent(member.user_id)}`, { role });
-        say(`${member.email} is now ${role}.`);
+      let added = true;
+      try {
+        await send("PUT", `/v2/members/${encodeURIComponent(email)}`, { role });
+      } catch (error) {
+        if (error?.status !== 404) throw error;
+        added = false;
+      }
+      if (added) {
+        say(`${email} is now ${role}.`);
         await loadMembers(me);
       } else {
         const invited = await send("POST", "/v2/people/invitations", { email, role });

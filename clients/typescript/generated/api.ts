@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 38eb377f73251725f95d31dbb11b51f588947746b9f4fc9f2ce1338259a28dad. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 85d9d69173578ca0007d781ad70ce31198207f90e676514dc6f081e5f670dc7a. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -1496,7 +1496,10 @@ export interface paths {
         get?: never;
         /**
          * Give a person a role in the project
-         * @description **People.** Adds the person to the project, or changes their role. Audited.
+         * @description **People.** Adds the person to the project, or changes their role. Audited. The person
+         *     is named by their id or by their account's email address (any text with an `@` is read
+         *     as an email, compared without case); an address without an account is a 404: invite it
+         *     instead (`POST /v2/people/invitations`).
          */
         put: operations["setMember"];
         post?: never;
@@ -2973,6 +2976,8 @@ export interface components {
         KeyId: string;
         /** @description A person's id. */
         UserId: string;
+        /** @description A person's id, or the email address of their account. */
+        MemberRef: string;
         /**
          * @description The session's id, percent-encoded in the path (`run%2F42` for `run/42`).
          * @example 79f6fc6b-8463-4bc7-8a68-c3f84a2c9423
@@ -5614,8 +5619,8 @@ export interface operations {
                 "X-Agentmon-Project"?: components["parameters"]["Project"];
             };
             path: {
-                /** @description A person's id. */
-                user_id: components["parameters"]["UserId"];
+                /** @description A person's id, or the email address of their account. */
+                user_id: components["parameters"]["MemberRef"];
             };
             cookie?: never;
         };
