@@ -8,6 +8,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import type { LightMyRequestResponse } from "fastify";
 import type { Test } from "tap";
+import { TOTALS } from "../../db/projections/projections.ts";
 import type { Operation } from "../arbitraries/spec.ts";
 import { API_KEY, build, OTHER_PROJECT_KEY, type TestApp, tempDir } from "../helper.ts";
 import { person, signIn } from "../people.helpers.ts";
@@ -79,8 +80,19 @@ export async function fuzzApp(t: Test): Promise<Ctx> {
 
   const reader = new Database(dbPath, { readonly: true, fileMustExist: true });
   t.teardown(() => reader.close());
-  const tables = reader.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
-  const reads = (tables as string[]).map((name) => ({ name, all: reader.prepare(`SELECT * FROM "${name}"`).raw() }));
+  // The raw rows only: the projections (docs/decisions/033-projections.md) catch up on earlier
+  // writes whenever the projector runs, which is no write of the call under test.
+  const derived =
+    /^(projection_queue|session_shares|session_models|session_rollup|event_rollup|event_search|session_search)/;
+  const tables = (
+    reader.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all() as string[]
+  ).filter((name) => !derived.test(name));
+  const columnsOf = (name: string) =>
+    (reader.prepare(`SELECT name FROM pragma_table_info('${name}')`).pluck().all() as string[])
+      .filter((column) => name !== "sessions" || !(TOTALS as readonly string[]).includes(column))
+      .map((column) => `"${column}"`)
+      .join(", ");
+  const reads = tables.map((name) => ({ name, all: reader.prepare(`SELECT ${columnsOf(name)} FROM "${name}"`).raw() }));
   const digest = () => {
     const hash = createHash("sha256");
     for (const { name, all } of reads) {
