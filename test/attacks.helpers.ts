@@ -12,6 +12,7 @@ import type { AppOptions } from "../app.ts";
 import { TOTALS } from "../db/projections/projections.ts";
 import { openDb } from "../db/sqlite/open.ts";
 import { sqliteStore } from "../db/sqlite/store.ts";
+import { PROJECTION_TABLES } from "./db/sqlite-committed.ts";
 import { build, INVALID_API_KEY, INVALID_JWT, JWT_SECRET, OTHER_PROJECT_KEY, type TestApp } from "./helper.ts";
 
 export const DAY = 24 * 60 * 60;
@@ -81,15 +82,13 @@ export async function arena(t: Test, options: Partial<AppOptions> = {}, limitFai
   }
   // The raw rows only: the projections (docs/decisions/033-projections.md) catch up on earlier
   // writes whenever the projector runs, which is not a write of the request under test.
-  const derived =
-    /^(projection_queue|session_shares|session_models|session_rollup|event_rollup|event_search|session_search)/;
   const snapshot = () => {
     const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as {
       name: string;
     }[];
     return JSON.stringify(
       tables
-        .filter(({ name }) => !derived.test(name))
+        .filter(({ name }) => !PROJECTION_TABLES.test(name))
         .map(({ name }) => [
           name,
           (db.prepare(`SELECT * FROM "${name}"`).all() as Record<string, unknown>[])

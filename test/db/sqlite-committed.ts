@@ -61,3 +61,10 @@ export const DERIVED: Record<string, string> = {
   event_rollup_durations: "SELECT * FROM event_rollup_durations ORDER BY project_id, dim, level, slot_us, key, bucket",
   session_shares: "SELECT session_pk, share FROM session_shares ORDER BY session_pk",
 };
+
+/**
+ * The tables that hold projections (or feed them): a test proving that a call wrote nothing reads
+ * the other tables, since the projector may catch up on earlier writes meanwhile.
+ */
+export const PROJECTION_TABLES =
+  /^(projection_queue|session_shares|session_models|session_rollup|event_rollup|event_search|session_search)/;

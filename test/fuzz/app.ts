@@ -10,6 +10,7 @@ import type { LightMyRequestResponse } from "fastify";
 import type { Test } from "tap";
 import { TOTALS } from "../../db/projections/projections.ts";
 import type { Operation } from "../arbitraries/spec.ts";
+import { PROJECTION_TABLES } from "../db/sqlite-committed.ts";
 import { API_KEY, build, OTHER_PROJECT_KEY, type TestApp, tempDir } from "../helper.ts";
 import { person, signIn } from "../people.helpers.ts";
 import { PLURAL } from "./rules.ts";
@@ -82,11 +83,9 @@ export async function fuzzApp(t: Test): Promise<Ctx> {
   t.teardown(() => reader.close());
   // The raw rows only: the projections (docs/decisions/033-projections.md) catch up on earlier
   // writes whenever the projector runs, which is no write of the call under test.
-  const derived =
-    /^(projection_queue|session_shares|session_models|session_rollup|event_rollup|event_search|session_search)/;
   const tables = (
     reader.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all() as string[]
-  ).filter((name) => !derived.test(name));
+  ).filter((name) => !PROJECTION_TABLES.test(name));
   const columnsOf = (name: string) =>
     (reader.prepare(`SELECT name FROM pragma_table_info('${name}')`).pluck().all() as string[])
       .filter((column) => name !== "sessions" || !(TOTALS as readonly string[]).includes(column))
