@@ -51,7 +51,7 @@ const UI = "^ui/";
 const DB_STORE = "^db/store\\.ts$";
 const DB_CORE = "^db/(store|errors)\\.ts$";
 const ADAPTERS = "^db/(sqlite|postgres)/";
-const DB_SHARED = "^db/((rows|groups|migrations|analytics)\\.ts|projections/)";
+const DB_SHARED = "^db/((rows|groups|migrations|analytics|scores)\\.ts|projections/)";
 const GENERATED = "^generated/";
 const CLIENT = "^clients/typescript/";
 // Unanchored: a package may resolve through a symlink to a node_modules outside the root.

@@ -1,6 +1,6 @@
 /** `agentmon keys create|list|revoke`: API keys, on one short-lived connection in this thread. */
 import type { Store } from "../db/store.ts";
-import { hashApiKey, isApiKeyShape, keyPrefix, readScopes, SCOPES } from "../domain/keys.ts";
+import { DEFAULT_SCOPES, hashApiKey, isApiKeyShape, keyPrefix, readScopes } from "../domain/keys.ts";
 import type { ApiKeyRecord, Scope } from "../domain/types.ts";
 import { audit, CLI_ACTOR } from "../services/people.ts";
 import { type Config, ConfigError, DEFAULT_PROJECT, type Output, USAGE } from "./config.ts";
@@ -13,7 +13,7 @@ export async function createKey(
   store: Store,
   project: string,
   key: string = crypto.randomUUID(),
-  scopes: readonly Scope[] = SCOPES,
+  scopes: readonly Scope[] = DEFAULT_SCOPES,
 ) {
   const record = await store.createApiKey(hashApiKey(key), keyPrefix(key), project, now(), scopes);
   return { key, record };
@@ -25,9 +25,9 @@ export const auditContext = (store: Store) => ({ store, now: Date.now, publicUrl
 const describeKey = (k: ApiKeyRecord) =>
   `${k.prefix}…  ${k.project_name}  ${k.scopes.join(",")}  created ${k.created_at}${k.revoked_at ? `  REVOKED ${k.revoked_at}` : ""}`;
 
-/** `--scope ingest,read`: the scopes, checked before anything is opened; all three when not given. */
+/** `--scope ingest,read`: the scopes, checked before anything is opened; DEFAULT_SCOPES when not given. */
 function scopesFlag(given: string | undefined): Scope[] {
-  if (given === undefined) return [...SCOPES];
+  if (given === undefined) return [...DEFAULT_SCOPES];
   const read = readScopes(given);
   if ("error" in read) throw new ConfigError(`--scope: ${read.error}`);
   return read.scopes;

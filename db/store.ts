@@ -20,6 +20,7 @@ import type {
   UserToken,
   UserWithPassword,
 } from "../domain/people.ts";
+import type { ScoreChanges, ScoreConfigRecord, ScoreFilter, ScoreRecord } from "../domain/scores.ts";
 import type {
   AgentRecord,
   ApiKeyRecord,
@@ -54,7 +55,7 @@ export interface Store {
 
   /**
    * Creates the key, and its project when no project has that name. `scopes` (not empty) are what
-   * it may do, for good: no method changes them; absent, all three (domain/keys.ts SCOPES).
+   * it may do, for good: no method changes them; absent, domain/keys.ts DEFAULT_SCOPES.
    */
   createApiKey(
     keyHash: string,
@@ -280,6 +281,36 @@ export interface Store {
   ): Promise<number | undefined>;
   /** The session's logs (T6), oldest first; undefined when the session is not in the project. */
   readSessionLog(projectId: string, sessionId: string): Promise<string | undefined>;
+
+  /**
+   * Scores (issue 25, openapi.yaml SC1-SC7): stores the scores not already stored under their id
+   * in the project (a retry, SC6: the first copy stays), in one transaction, all or nothing: a
+   * score of a session needs the session in the project, else nothing is stored and the answer
+   * lists the indexes of the scores whose session is not (`missing`). Answers how many were
+   * stored. A JWT's write takes its key's id (4.3), as insertEvents does.
+   */
+  insertScores(
+    projectId: string,
+    scores: ScoreRecord[],
+    keyId?: string,
+  ): Promise<{ stored: number } | { missing: number[] }>;
+  /** The score, when it is in the project. */
+  getScore(projectId: string, id: string): Promise<ScoreRecord | undefined>;
+  /** A page of the project's scores that match the filter, newest first (time_us, then id, desc), after `after`. */
+  listScores(
+    projectId: string,
+    filter: ScoreFilter,
+    after: Position | undefined,
+    limit: number,
+  ): Promise<ScoreRecord[]>;
+  /** Writes a score's changed fields (checked by the service); the score as stored, or undefined when it is not in the project. */
+  updateScore(projectId: string, id: string, changes: ScoreChanges): Promise<ScoreRecord | undefined>;
+  /** Removes the score; false when it is not in the project. */
+  deleteScore(projectId: string, id: string): Promise<boolean>;
+  /** Makes or replaces the project's config of `config.name` (an existing one keeps its created_at); answers it as stored. */
+  putScoreConfig(projectId: string, config: ScoreConfigRecord): Promise<ScoreConfigRecord>;
+  /** The project's score configs, by name. */
+  listScoreConfigs(projectId: string): Promise<ScoreConfigRecord[]>;
 
   /**
    * `agentmon prices import` (docs/decisions/015-prices.md): keeps a checked price table's text as

@@ -9,7 +9,7 @@ import { hasNul } from "./nul.ts";
 import type { Position } from "./types.ts";
 
 /** The session list's cursors of another order than the default name it: `sessions:cost:asc`. */
-export type CursorKind = "sessions" | "events" | "audit" | `sessions:${string}:${string}`;
+export type CursorKind = "sessions" | "events" | "audit" | "scores" | `sessions:${string}:${string}`;
 
 const CHECK_BYTES = 6;
 const BASE64URL = /^[A-Za-z0-9_-]+$/;

@@ -22,7 +22,13 @@ export const isLive = (key: ApiKeyRecord | undefined, projectId?: string): key i
   key !== undefined && key.revoked_at === null && (projectId === undefined || key.project_id === projectId);
 
 /** Every scope, in the order they are stored and shown. */
-export const SCOPES: readonly Scope[] = ["ingest", "read", "admin"];
+export const SCOPES: readonly Scope[] = ["ingest", "read", "admin", "annotate"];
+
+/**
+ * What a key gets when no scope is named, and what keys made before scopes existed have: the
+ * three of issue 16. `annotate` (issue 25) is given only when asked for: it is a narrower power.
+ */
+export const DEFAULT_SCOPES: readonly Scope[] = ["ingest", "read", "admin"];
 
 /** The scopes as the api_keys.scopes column keeps them: `ingest,read`. */
 export const scopesColumn = (scopes: readonly Scope[]): string => SCOPES.filter((s) => scopes.includes(s)).join(",");
@@ -32,7 +38,7 @@ export const scopesOfColumn = (column: string): Scope[] => SCOPES.filter((s) => 
 
 /**
  * A scope list as people write it (`agentmon keys create --scope ingest,read`): names separated by
- * commas, any case, spaces and repeats allowed, `all` for the three. The scopes, or why not.
+ * commas, any case, spaces and repeats allowed, `all` for every one. The scopes, or why not.
  */
 export function readScopes(text: string): { scopes: Scope[] } | { error: string } {
   const names = text

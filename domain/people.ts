@@ -134,6 +134,7 @@ export const AUDIT_ACTIONS = [
   "sessions.deleted",
   "retention.changed",
   "project.created",
+  "score_config.set",
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

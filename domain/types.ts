@@ -187,9 +187,10 @@ export interface AgentRecord {
 
 /**
  * What an API key may do (issue 16 part 4): `ingest` the write API and OTLP, `read` the read API
- * and the UI, `admin` deleting. openapi.yaml's `x-agentmon-scope` says which one each operation needs.
+ * and the UI, `admin` deleting and managing, `annotate` scoring alone (issue 25).
+ * openapi.yaml's `x-agentmon-scope` says which ones each operation takes.
  */
-export type Scope = "ingest" | "read" | "admin";
+export type Scope = "ingest" | "read" | "admin" | "annotate";
 
 export interface ApiKeyRecord {
   id: string;

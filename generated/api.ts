@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 85d9d69173578ca0007d781ad70ce31198207f90e676514dc6f081e5f670dc7a. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 3092069cd256745d041de9d9dfb3069e7563fe898468ccb9aa392422fcd0edcb. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -1603,10 +1603,249 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/scores": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The project's scores
+         * @description The project's scores that match every filter given, newest first (`timestamp`, then
+         *     `id`), paged as the other lists: pass `next_cursor` back.
+         */
+        get: operations["listScores"];
+        put?: never;
+        /**
+         * Record scores of sessions, events and conversations
+         * @description **SC1 — a batch.** The body is `{ "scores": [...] }` with 1 to 1000 scores, stored
+         *     atomically (G7): when one score is refused, none is stored and the error's `details` name
+         *     each refused one by its path (`scores[3].value`).
+         *
+         *     **SC2 — credentials.** An API key with the scope `ingest` or `annotate` (4.7), a person
+         *     with the role `annotator` or above, or a session's JWT (`Authorization: Bearer`), which
+         *     scores its own session only: `session_id` defaults to the JWT's session, and a score of
+         *     another session or of a conversation is a 403 (as E5), nothing stored.
+         *
+         *     **SC3 — the target.** A score judges a session (`session_id`), an event or span of it
+         *     (`session_id` and `event_id`: the event id, or for OTLP the span id), or a conversation
+         *     (`conversation_id`, T13, without `session_id`). Exactly one of `session_id` and
+         *     `conversation_id` is given (400 otherwise). A session that is not in the project is a
+         *     404 naming the score's path. `event_id` is not looked up: a span may be scored before it
+         *     arrives (T17), and reads show the score with its event once it is there.
+         *
+         *     **SC4 — the value.** `data_type` is `numeric` (a finite number), `categorical` (a label,
+         *     1 to 200 characters) or `boolean` (`true`/`false`; also `1`/`0` and the labels
+         *     `"true"`/`"false"`); when absent it is the value's JSON type. A value of another type is
+         *     a 400 naming `scores[i].value`.
+         *
+         *     **SC5 — configs.** A score whose `name` has a score config in the project
+         *     (`PUT /v2/score-configs/{name}`) must match it: its data type, a numeric value within
+         *     `[min, max]`, a categorical label among `categories`; else a 400 naming the field. A
+         *     config changed later does not change stored scores.
+         *
+         *     **SC6 — ids and retries.** `id` is the client's (recommended: a retry is then a no-op,
+         *     G8), else a server-made time-ordered UUID (v7). Ids are unique within a project. An id
+         *     already stored is not stored again: the first copy stays (change a score with
+         *     `PATCH /v2/scores/{score_id}`). The same id twice in one call keeps the later copy.
+         *
+         *     **SC7 — author and source.** Every score records who made it (`author`: the API key, the
+         *     JWT's key or the person) and its `source`: `api` (default), `annotation` (a person in the
+         *     UI) or `eval` (an evaluator; scores from OTLP evaluation events are `eval`).
+         */
+        post: operations["createScores"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/scores/{score_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One score */
+        get: operations["getScore"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a score
+         * @description Removes the score for good. A score that is not in the project is a 404.
+         */
+        delete: operations["deleteScore"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a score
+         * @description Changes the fields given (`value`, `data_type`, `comment`, `metadata`: replaced whole,
+         *     `timestamp`); `null` clears `comment`. The result is checked as a new score is (SC4,
+         *     SC5): a 400 names the field and nothing changes. The target, name, source and author
+         *     stay; `updated_at` is set. A score that is not in the project is a 404.
+         */
+        patch: operations["updateScore"];
+        trace?: never;
+    };
+    "/v2/score-configs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The project's score configs
+         * @description Every score config of the project, by name.
+         */
+        get: operations["listScoreConfigs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/score-configs/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Make or replace a score config
+         * @description Sets the rules that scores of this name must follow from now on (SC5): `data_type`;
+         *     for `numeric`, `min` and/or `max` (`min` ≤ `max`); for `categorical`, `categories` (1 to
+         *     100 distinct labels), required; `description` for people. `min`, `max` and `categories`
+         *     of another data type are a 400. Audited.
+         */
+        put: operations["putScoreConfig"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @enum {string} */
+        ScoreDataType: "numeric" | "categorical" | "boolean";
+        /** @enum {string} */
+        ScoreSource: "api" | "annotation" | "eval";
+        /** @description A number (numeric), a label (categorical) or true/false (boolean); see SC4. */
+        ScoreValue: number | string | boolean;
+        /** @description Anything the client wants kept with the score, stored as sent. */
+        ScoreMetadata: {
+            [key: string]: unknown;
+        };
+        /**
+         * @description A score to store (SC1-SC7). Unlike sessions and events (G5), a field this schema does not
+         *     name is a 400, so that a misspelt target or value is never dropped silently: anything
+         *     else a client wants kept goes in `metadata`.
+         */
+        ScoreInput: {
+            id?: components["schemas"]["NullableId"];
+            name: string;
+            value: components["schemas"]["ScoreValue"];
+            data_type?: components["schemas"]["ScoreDataType"] | null;
+            session_id?: components["schemas"]["NullableId"];
+            event_id?: components["schemas"]["NullableId"];
+            conversation_id?: components["schemas"]["NullableId"];
+            source?: components["schemas"]["ScoreSource"] | null;
+            comment?: string | null;
+            metadata?: components["schemas"]["ScoreMetadata"] | null;
+            timestamp?: components["schemas"]["Timestamp"];
+        };
+        CreateScoresRequest: {
+            scores: components["schemas"]["ScoreInput"][];
+        };
+        CreateScoresResponse: {
+            /** @constant */
+            status: "success";
+            /** @description One id per score sent, in request order. */
+            score_ids: string[];
+        };
+        UpdateScoreRequest: {
+            value?: components["schemas"]["ScoreValue"];
+            data_type?: components["schemas"]["ScoreDataType"];
+            comment?: string | null;
+            metadata?: components["schemas"]["ScoreMetadata"];
+            /** Format: date-time */
+            timestamp?: string;
+        };
+        ScoreAuthor: {
+            /**
+             * @description An API key (also for a JWT's or token's score, which carry their key's id), or a signed-in person.
+             * @enum {string}
+             */
+            type: "api_key" | "person";
+            /** @description The API key's id (as listKeys shows it) or the person's id. */
+            id: string;
+        };
+        Score: {
+            id: string;
+            name: string;
+            data_type: components["schemas"]["ScoreDataType"];
+            /** @description A number, a label or true/false, as `data_type` says. */
+            value: number | string | boolean;
+            session_id: string | null;
+            event_id: string | null;
+            conversation_id: string | null;
+            source: components["schemas"]["ScoreSource"];
+            comment: string | null;
+            author: components["schemas"]["ScoreAuthor"];
+            metadata: components["schemas"]["ScoreMetadata"];
+            /** @description When the judgement was made (the client's, else the receive time), UTC. */
+            timestamp: string;
+            created_at: string;
+            updated_at: string | null;
+        };
+        ScoreResponse: {
+            /** @constant */
+            status: "success";
+            score: components["schemas"]["Score"];
+        };
+        ScorePage: {
+            /** @constant */
+            status: "success";
+            scores: components["schemas"]["Score"][];
+            next_cursor: components["schemas"]["NextCursor"];
+        };
+        ScoreConfigRequest: {
+            data_type: components["schemas"]["ScoreDataType"];
+            min?: number | null;
+            max?: number | null;
+            categories?: string[] | null;
+            description?: string | null;
+        };
+        ScoreConfig: {
+            name: string;
+            data_type: components["schemas"]["ScoreDataType"];
+            min: number | null;
+            max: number | null;
+            categories: string[] | null;
+            description: string | null;
+            created_at: string;
+            updated_at: string;
+        };
+        ScoreConfigResponse: {
+            /** @constant */
+            status: "success";
+            config: components["schemas"]["ScoreConfig"];
+        };
+        ScoreConfigList: {
+            /** @constant */
+            status: "success";
+            configs: components["schemas"]["ScoreConfig"][];
+        };
         AuditPage: {
             /** @constant */
             status: "success";
@@ -1623,7 +1862,7 @@ export interface components {
             /** @description The client address of the act; `local` for the command line. */
             address: string;
             /** @enum {string} */
-            action: "user.created" | "user.disabled" | "user.enabled" | "user.password_reset_link" | "user.invited" | "login.throttled" | "key.created" | "key.revoked" | "member.added" | "member.removed" | "member.role_changed" | "sessions.deleted" | "retention.changed" | "project.created";
+            action: "user.created" | "user.disabled" | "user.enabled" | "user.password_reset_link" | "user.invited" | "login.throttled" | "key.created" | "key.revoked" | "member.added" | "member.removed" | "member.role_changed" | "sessions.deleted" | "retention.changed" | "project.created" | "score_config.set";
             /** @description The project's name; null for an act of the instance. */
             project: string | null;
             target: string | null;
@@ -1658,7 +1897,7 @@ export interface components {
         ApiKey: {
             id: string;
             prefix: string;
-            scopes: ("ingest" | "read" | "admin")[];
+            scopes: ("ingest" | "read" | "admin" | "annotate")[];
             created_at: string;
             revoked_at: string | null;
         };
@@ -1681,7 +1920,7 @@ export interface components {
         };
         CreateKeyRequest: {
             /** @description Repeats count once. */
-            scopes: ("ingest" | "read" | "admin")[];
+            scopes: ("ingest" | "read" | "admin" | "annotate")[];
         };
         Member: {
             user_id: string;
@@ -2612,6 +2851,15 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description With `Authorization: Bearer`, the JWT is bad as InvalidJwt says; else the API key is bad as InvalidApiKey says (4.1). */
+        InvalidApiKeyOrJwt: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description GET /metrics without `Authorization: Bearer` and the metrics token, or with another token. */
         InvalidMetricsToken: {
             headers: {
@@ -2671,6 +2919,15 @@ export interface components {
                  *       "message": "This JWT belongs to session 79f6fc6b-8463-4bc7-8a68-c3f84a2c9423; it cannot write to session 6fbb6581-44b2-42ad-9cf4-13a41f4ceeb7"
                  *     }
                  */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description A JWT used on another session's data or on a conversation (SC2), or an API key without any of the scopes the operation takes (4.7); nothing was read or written. */
+        ForbiddenOrMissingScope: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -2983,6 +3240,8 @@ export interface components {
          * @example 79f6fc6b-8463-4bc7-8a68-c3f84a2c9423
          */
         SessionId: string;
+        /** @description The score's id, percent-encoded in the path. */
+        ScoreId: string;
         /**
          * @description The `next_cursor` of the previous page, as it was given: an opaque base64url string. A
          *     cursor that was altered, or that another operation made, is a 400 naming `query.cursor`.
@@ -5799,6 +6058,317 @@ export interface operations {
             };
             400: components["responses"]["InvalidQuery"];
             414: components["responses"]["UriTooLong"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listScores: {
+        parameters: {
+            query?: {
+                /** @description Only scores of this name. */
+                name?: string;
+                /** @description Only scores of this session (its own and its events'). */
+                session_id?: components["schemas"]["Id"];
+                /** @description Only scores of this event or span. */
+                event_id?: components["schemas"]["Id"];
+                /** @description Only scores of this conversation. */
+                conversation_id?: components["schemas"]["Id"];
+                /** @description Only scores from this source. */
+                source?: components["schemas"]["ScoreSource"];
+                /** @description Only scores of this data type. */
+                data_type?: components["schemas"]["ScoreDataType"];
+                /** @description Only scores whose `timestamp` is at or after this time (G6). */
+                from?: string;
+                /** @description Only scores whose `timestamp` is before this time (G6). */
+                to?: string;
+                /** @description The most scores in the page, 1 to 1000; 100 when absent. */
+                limit?: number;
+                /**
+                 * @description The `next_cursor` of the previous page, as it was given: an opaque base64url string. A
+                 *     cursor that was altered, or that another operation made, is a 400 naming `query.cursor`.
+                 * @example WyJzZXNzaW9ucyIsMTc5NTMyNDE4MzY0MDM2MSwiNzlmNmZjNmItODQ2My00YmM3LThhNjgtYzNmODRhMmM5NDIzIl2438KpLks
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: {
+                /** @description With a browser session, the project the request acts in (its name). Ignored with an API key, whose project is its own. */
+                "X-Agentmon-Project"?: components["parameters"]["Project"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of scores. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScorePage"];
+                };
+            };
+            400: components["responses"]["InvalidQuery"];
+            401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
+            404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createScores: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With a browser session, the project the request acts in (its name). Ignored with an API key, whose project is its own. */
+                "X-Agentmon-Project"?: components["parameters"]["Project"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "scores": [
+                 *         {
+                 *           "id": "0b7c6f4e-2222-4222-8222-222222222222",
+                 *           "name": "helpfulness",
+                 *           "value": 0.8,
+                 *           "session_id": "79f6fc6b-8463-4bc7-8a68-c3f84a2c9423",
+                 *           "event_id": "7289ea22-125f-4683-99d4-29277a6771b2",
+                 *           "source": "eval",
+                 *           "comment": "Answered the question, missed one detail."
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateScoresRequest"];
+            };
+        };
+        responses: {
+            /** @description Every score is stored (or was already). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "score_ids": [
+                     *         "0b7c6f4e-2222-4222-8222-222222222222"
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CreateScoresResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["InvalidApiKeyOrJwt"];
+            403: components["responses"]["ForbiddenOrMissingScope"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getScore: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With a browser session, the project the request acts in (its name). Ignored with an API key, whose project is its own. */
+                "X-Agentmon-Project"?: components["parameters"]["Project"];
+            };
+            path: {
+                /** @description The score's id, percent-encoded in the path. */
+                score_id: components["parameters"]["ScoreId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The score. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScoreResponse"];
+                };
+            };
+            400: components["responses"]["InvalidQuery"];
+            401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
+            404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteScore: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With a browser session, the project the request acts in (its name). Ignored with an API key, whose project is its own. */
+                "X-Agentmon-Project"?: components["parameters"]["Project"];
+            };
+            path: {
+                /** @description The score's id, percent-encoded in the path. */
+                score_id: components["parameters"]["ScoreId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The score is gone. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OkResponse"];
+                };
+            };
+            400: components["responses"]["InvalidQuery"];
+            401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
+            404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateScore: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With a browser session, the project the request acts in (its name). Ignored with an API key, whose project is its own. */
+                "X-Agentmon-Project"?: components["parameters"]["Project"];
+            };
+            path: {
+                /** @description The score's id, percent-encoded in the path. */
+                score_id: components["parameters"]["ScoreId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "value": 0.9,
+                 *       "comment": "Re-read it; better than I thought."
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateScoreRequest"];
+            };
+        };
+        responses: {
+            /** @description The score as it is now. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScoreResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listScoreConfigs: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With a browser session, the project the request acts in (its name). Ignored with an API key, whose project is its own. */
+                "X-Agentmon-Project"?: components["parameters"]["Project"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The configs. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScoreConfigList"];
+                };
+            };
+            400: components["responses"]["InvalidQuery"];
+            401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
+            404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    putScoreConfig: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With a browser session, the project the request acts in (its name). Ignored with an API key, whose project is its own. */
+                "X-Agentmon-Project"?: components["parameters"]["Project"];
+            };
+            path: {
+                /** @description The score name the config rules. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "data_type": "categorical",
+                 *       "categories": [
+                 *         "correct",
+                 *         "partially correct",
+                 *         "wrong"
+                 *       ],
+                 *       "description": "Was the final answer right?"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ScoreConfigRequest"];
+            };
+        };
+        responses: {
+            /** @description The config as it is now. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScoreConfigResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };

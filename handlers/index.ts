@@ -7,9 +7,11 @@ import { createKey } from "./createKey.ts";
 import { createOtlpToken } from "./createOtlpToken.ts";
 import { createProject } from "./createProject.ts";
 import { createResetLink } from "./createResetLink.ts";
+import { createScores } from "./createScores.ts";
 import { createSession } from "./createSession.ts";
 import { createSessionUnversioned } from "./createSessionUnversioned.ts";
 import { createThread } from "./createThread.ts";
+import { deleteScore } from "./deleteScore.ts";
 import { deleteSession } from "./deleteSession.ts";
 import { deleteSessions } from "./deleteSessions.ts";
 import { exportLogs } from "./exportLogs.ts";
@@ -27,6 +29,7 @@ import { getMe } from "./getMe.ts";
 import { getMetrics } from "./getMetrics.ts";
 import { getOpenapiSpec } from "./getOpenapiSpec.ts";
 import { getReadiness } from "./getReadiness.ts";
+import { getScore } from "./getScore.ts";
 import { getSession } from "./getSession.ts";
 import { getSessionLogs } from "./getSessionLogs.ts";
 import { getSessionStats } from "./getSessionStats.ts";
@@ -39,12 +42,15 @@ import { listAudit } from "./listAudit.ts";
 import { listKeys } from "./listKeys.ts";
 import { listMembers } from "./listMembers.ts";
 import { listProjects } from "./listProjects.ts";
+import { listScoreConfigs } from "./listScoreConfigs.ts";
+import { listScores } from "./listScores.ts";
 import { listSessionEvents } from "./listSessionEvents.ts";
 import { listSessions } from "./listSessions.ts";
 import { listSignInMethods } from "./listSignInMethods.ts";
 import { logIn } from "./logIn.ts";
 import { logOut } from "./logOut.ts";
 import { logOutEverywhere } from "./logOutEverywhere.ts";
+import { putScoreConfig } from "./putScoreConfig.ts";
 import { reauthorizeJwt } from "./reauthorizeJwt.ts";
 import { removeMember } from "./removeMember.ts";
 import { resetPassword } from "./resetPassword.ts";
@@ -56,6 +62,7 @@ import { signUp } from "./signUp.ts";
 import { startOidc } from "./startOidc.ts";
 import type { Deps, Handlers } from "./types.ts";
 import { updateEvents } from "./updateEvents.ts";
+import { updateScore } from "./updateScore.ts";
 import { updateSession } from "./updateSession.ts";
 import { uploadLogs } from "./uploadLogs.ts";
 
@@ -121,4 +128,11 @@ export const createHandlers = (deps: Deps) =>
     setMember: setMember(deps),
     removeMember: removeMember(deps),
     setProjectRetention: setProjectRetention(deps),
+    createScores: createScores(deps),
+    listScores: listScores(deps),
+    getScore: getScore(deps),
+    updateScore: updateScore(deps),
+    deleteScore: deleteScore(deps),
+    listScoreConfigs: listScoreConfigs(deps),
+    putScoreConfig: putScoreConfig(deps),
   }) satisfies Handlers;

@@ -161,6 +161,9 @@ export async function credentials(app: FastifyInstance, options: CredentialOptio
     const kind = options.routes.security(route.method as string, route.url);
     if (kind === "apiKey") route.onRequest = checkApiKey;
     if (kind === "jwt") route.onRequest = checkJwt;
+    if (kind === "apiKeyOrJwt") {
+      route.onRequest = (req) => (/^Bearer /i.test(req.headers.authorization ?? "") ? checkJwt(req) : checkApiKey(req));
+    }
     if (kind === "otlp") route.onRequest = checkOtlp;
   });
 

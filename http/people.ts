@@ -156,7 +156,9 @@ export async function browserSessions(app: FastifyInstance, options: BrowserSess
     const keyCheck = route.onRequest as onRequestHookHandler | undefined;
     route.onRequest = async function personOrKey(this: FastifyInstance, req, reply) {
       const withKey =
-        req.headers["x-agentmon-api-key"] !== undefined || req.headers["x-agentops-api-key"] !== undefined;
+        req.headers["x-agentmon-api-key"] !== undefined ||
+        req.headers["x-agentops-api-key"] !== undefined ||
+        req.headers.authorization !== undefined;
       if (keyCheck && (withKey || req.headers.cookie === undefined)) {
         return (keyCheck as unknown as (req: FastifyRequest, reply: FastifyReply) => unknown).call(this, req, reply);
       }

@@ -7,7 +7,7 @@ import { SCOPES } from "../domain/keys.ts";
 import { ROLE_NEEDS, type RoleNeed } from "../domain/people.ts";
 import type { Scope } from "../domain/types.ts";
 
-export type Security = "apiKey" | "jwt" | "otlp" | "metrics" | "none";
+export type Security = "apiKey" | "jwt" | "apiKeyOrJwt" | "otlp" | "metrics" | "none";
 
 interface Operation {
   operationId?: string;
@@ -30,22 +30,25 @@ function securityOf(operation: Operation): Security {
   const schemes = (operation.security ?? []).flatMap((requirement) => Object.keys(requirement));
   if (schemes.includes("metricsToken")) return "metrics";
   if (schemes.includes("otlpBearer")) return "otlp";
+  // Scores (issue 25): an API key, or a session's JWT when `Authorization: Bearer` is sent.
+  if (schemes.includes("bearerAuth") && schemes.includes("agentmonApiKey")) return "apiKeyOrJwt";
   if (schemes.includes("bearerAuth")) return "jwt";
   if (schemes.includes("agentmonApiKey")) return "apiKey";
   return "none";
 }
 
 /**
- * 4.7: the scope an operation needs, from its `x-agentmon-scope` (`none`: no API key, so none).
- * An operation that does not say, or says something else, stops the app from being built: no
- * operation can be served without a scope rule.
+ * 4.7: the scopes an operation takes, from its `x-agentmon-scope`: one, or a list of which a key
+ * needs any (`none`: no API key, so none). An operation that does not say, or says something
+ * else, stops the app from being built: no operation can be served without a scope rule.
  */
-function scopeOf(operationId: string, operation: Operation): Scope | undefined {
+function scopeOf(operationId: string, operation: Operation): readonly Scope[] | undefined {
   const scope = operation["x-agentmon-scope"];
   if (scope === "none") return undefined;
-  if ((SCOPES as readonly unknown[]).includes(scope)) return scope as Scope;
+  const listed = Array.isArray(scope) ? scope : [scope];
+  if (listed.length > 0 && listed.every((s) => (SCOPES as readonly unknown[]).includes(s))) return listed as Scope[];
   throw new Error(
-    `openapi.yaml: operation ${operationId} needs x-agentmon-scope: ${[...SCOPES, "none"].join(" | ")} (got ${JSON.stringify(scope)})`,
+    `openapi.yaml: operation ${operationId} needs x-agentmon-scope: ${[...SCOPES, "none"].join(" | ")} or a list of scopes (got ${JSON.stringify(scope)})`,
   );
 }
 
@@ -78,8 +81,8 @@ export interface Routes {
   allowedOn(path: string): string[] | undefined;
   /** Every media type the spec's responses use. */
   responseMediaTypes: Set<string>;
-  /** 4.7: the scope each operation needs, by operationId; absent for `x-agentmon-scope: none`. */
-  scopes: Map<string, Scope>;
+  /** 4.7: the scopes each operation takes (any one will do), by operationId; absent for `x-agentmon-scope: none`. */
+  scopes: Map<string, readonly Scope[]>;
   /** Issue 26: each operation's `x-agentmon-role`, by operationId. */
   roles: Map<string, RoleNeed>;
   /**
@@ -93,7 +96,7 @@ export function routesOf(spec: Spec): Routes {
   const security = new Map<string, Security>();
   const methods = new Map<string, { pattern: RegExp; allowed: string[] }>();
   const mediaTypes = new Set<string>();
-  const scopes = new Map<string, Scope>();
+  const scopes = new Map<string, readonly Scope[]>();
   const roles = new Map<string, RoleNeed>();
   const people = new Map<string, PersonRule>();
   const shared = spec.components.responses ?? {};

@@ -51,13 +51,13 @@ export function scopedHandlers<H extends object>(handlers: H, refusing: H, route
     if (needs === undefined || refused === undefined) return [operationId, handler];
     const checked: RouteHandler = async (req, reply) => {
       const has = req.scopes ?? [];
-      if (has.includes(needs)) return handler(req, reply);
+      if (needs.some((scope) => has.includes(scope))) return handler(req, reply);
       try {
         await refused(req, reply);
       } catch (error) {
         if (!(error instanceof ScopeRefused)) throw error;
       }
-      throw missingScope(has, needs);
+      throw missingScope(has, needs.join(" or "));
     };
     return [operationId, checked];
   });

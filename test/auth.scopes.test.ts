@@ -67,8 +67,9 @@ const otlp =
       payload: JSON.stringify(body),
     });
 
-/** A session every read case finds: made with the all-scope key, with an event. */
+/** A session every read case finds: made with the all-scope key, with an event and a score. */
 const SEEN = "scopes-seen";
+const SEEN_SCORE = "scopes-seen-score";
 
 /**
  * For every operation: a request that succeeds given the right credential, and its success status.
@@ -215,12 +216,57 @@ const REQUESTS: Record<string, { ok: number; send: Send }> = {
       }),
   },
   setUserDisabled: { ok: 401, send: post("/v2/people/someone/disabled", () => ({ disabled: true }), keyHeader) },
+  // Scores (issue 25): with the API key (a JWT's scoring is test/scores.test.ts').
+  createScores: {
+    ok: 200,
+    send: post(
+      "/v2/scores",
+      (c) => ({ scores: [{ id: `sc-${c.unique}`, name: "x", value: 1, session_id: SEEN }] }),
+      keyHeader,
+    ),
+  },
+  listScores: { ok: 200, send: get("/v2/scores", keyHeader) },
+  getScore: { ok: 200, send: get(`/v2/scores/${SEEN_SCORE}`, keyHeader) },
+  updateScore: {
+    ok: 200,
+    send: (c) =>
+      c.api.inject({
+        method: "PATCH",
+        url: `/v2/scores/${SEEN_SCORE}`,
+        headers: { ...keyHeader(c), "content-type": "application/json" },
+        payload: JSON.stringify({ comment: c.unique }),
+      }),
+  },
+  deleteScore: {
+    ok: 200,
+    send: async (c) => {
+      const scores = [{ id: `del-${c.unique}`, name: "x", value: 1, session_id: SEEN }];
+      await c.api.withKey("/v2/scores", { scores }, ALL_KEY);
+      return c.api.inject({ method: "DELETE", url: `/v2/scores/del-${c.unique}`, headers: keyHeader(c) });
+    },
+  },
+  listScoreConfigs: { ok: 200, send: get("/v2/score-configs", keyHeader) },
+  putScoreConfig: {
+    ok: 200,
+    send: (c) =>
+      c.api.inject({
+        method: "PUT",
+        url: `/v2/score-configs/cfg-${c.unique}`,
+        headers: { ...keyHeader(c), "content-type": "application/json" },
+        payload: JSON.stringify({ data_type: "boolean" }),
+      }),
+  },
 };
 
 const ALL_KEY = "a0000000-0000-4000-8000-000000000000";
 /** The keys of the table, all of project `default`, by their scopes. */
 const KEYS: Record<string, Scope[]> = {
-  [ALL_KEY]: ["ingest", "read", "admin"],
+  [ALL_KEY]: ["ingest", "read", "admin", "annotate"],
+  "a7000000-0000-4000-8000-000000000000": ["annotate"],
+  "a8000000-0000-4000-8000-000000000000": ["ingest", "read", "admin"],
+  "a9000000-0000-4000-8000-000000000000": ["ingest", "admin", "annotate"],
+  "aa000000-0000-4000-8000-000000000000": ["ingest", "read", "annotate"],
+  "ab000000-0000-4000-8000-000000000000": ["read", "admin", "annotate"],
   "a1000000-0000-4000-8000-000000000000": ["ingest"],
   "a2000000-0000-4000-8000-000000000000": ["read"],
   "a3000000-0000-4000-8000-000000000000": ["admin"],
@@ -231,17 +277,22 @@ const KEYS: Record<string, Scope[]> = {
 const keyOf = (scopes: readonly Scope[]) =>
   Object.entries(KEYS).find(([, s]) => s.join() === SCOPES.filter((x) => scopes.includes(x)).join())?.[0] as string;
 
-/** The scope sets every operation is tried with: each alone, all three, and all but the one it needs. */
-const scopeSets = (needs: Scope | undefined): [string, Scope[]][] => [
+/** The scope sets every operation is tried with: each alone, all, and all but the ones it takes. */
+const scopeSets = (needs: readonly Scope[] | undefined): [string, Scope[]][] => [
   ["ingest", ["ingest"]],
   ["read", ["read"]],
   ["admin", ["admin"]],
+  ["annotate", ["annotate"]],
   ["all", [...SCOPES]],
-  ["none matching", SCOPES.filter((s) => s !== (needs ?? "ingest"))],
+  ["none matching", SCOPES.filter((s) => !(needs ?? ["ingest"]).includes(s))],
 ];
 
-const denial = (has: readonly Scope[], needs: Scope) =>
-  `This API key has scope${has.length === 1 ? "" : "s"} ${has.join(", ")}; this operation needs ${needs}`;
+const denial = (has: readonly Scope[], needs: Scope | readonly Scope[]) =>
+  `This API key has scope${has.length === 1 ? "" : "s"} ${has.join(", ")}; this operation needs ${[needs].flat().join(" or ")}`;
+
+/** An operation's `x-agentmon-scope` as a list (any one will do), or undefined for `none`. */
+const scopesOf = (op: { scope: unknown }): Scope[] | undefined =>
+  op.scope === "none" ? undefined : ([op.scope].flat() as Scope[]);
 
 async function app(t: Test) {
   const api = await build(t);
@@ -251,6 +302,7 @@ async function app(t: Test) {
   }
   const jwt = await api.session(SEEN, {}, ALL_KEY);
   await api.withJwt("/v2/create_events", { events: [{ type: "llm", id: "seen-1" }] }, jwt);
+  await api.withKey("/v2/scores", { scores: [{ id: SEEN_SCORE, name: "x", value: 1, session_id: SEEN }] }, ALL_KEY);
   return api;
 }
 
@@ -258,13 +310,14 @@ t.test("openapi.yaml: every operation has a scope rule that matches its credenti
   t.ok(operations.length >= 30, `${operations.length} operations`);
   for (const op of operations) {
     t.ok(
-      [...SCOPES, "none"].includes(op.scope as string),
-      `${op.id}: x-agentmon-scope is one of ingest, read, admin, none`,
+      op.scope === "none" || [op.scope].flat().every((s) => SCOPES.includes(s as Scope)),
+      `${op.id}: x-agentmon-scope is none, or one or more of ${SCOPES.join(", ")}`,
     );
     const apiKey = op.schemes.includes("agentmonApiKey") || op.id === "createOtlpToken";
     const credential = apiKey || op.schemes.includes("bearerAuth");
     t.equal(op.scope !== "none", credential, `${op.id}: a scope exactly when an API key or its JWT is the credential`);
-    if (op.schemes.includes("bearerAuth")) t.equal(op.scope, "ingest", `${op.id}: a JWT carries ingest alone`);
+    if (op.schemes.includes("bearerAuth"))
+      t.ok(scopesOf(op)?.includes("ingest"), `${op.id}: a JWT carries ingest alone`);
     if (op.otlp) t.equal(op.scope, "ingest", `${op.id}: OTLP ingests`);
     t.ok(REQUESTS[op.id], `${op.id}: the table below has a request for it`);
     const responses = (spec.paths[op.path]?.[op.method.toLowerCase()]?.responses ?? {}) as Record<
@@ -274,7 +327,11 @@ t.test("openapi.yaml: every operation has a scope rule that matches its credenti
     if (apiKey) {
       t.equal(
         responses["403"]?.$ref,
-        op.otlp ? "#/components/responses/OtlpPermissionDenied" : "#/components/responses/MissingScope",
+        op.otlp
+          ? "#/components/responses/OtlpPermissionDenied"
+          : op.schemes.includes("bearerAuth")
+            ? "#/components/responses/ForbiddenOrMissingScope"
+            : "#/components/responses/MissingScope",
         `${op.id}: declares the 403 of a missing scope`,
       );
     }
@@ -291,21 +348,22 @@ t.test("every operation × every scope set: the status the spec's scope rule giv
   for (const op of operations) {
     const request = REQUESTS[op.id];
     if (!request) continue; // reported by the test above
-    const needs = op.scope === "none" ? undefined : (op.scope as Scope);
+    const needs = scopesOf(op);
     for (const [name, scopes] of scopeSets(needs)) {
       n += 1;
       const key = keyOf(scopes);
       const what = `${op.method} ${op.path} (${op.id}, needs ${op.scope}) with a key of ${name} [${scopes.join(",")}]`;
       let jwt: string | undefined;
-      if (op.schemes.includes("bearerAuth")) {
+      const jwtOnly = op.schemes.includes("bearerAuth") && !op.schemes.includes("agentmonApiKey");
+      if (jwtOnly) {
         const res = await api.withKey("/v2/create_session", { session: { id: `jwt-${n}` } }, key);
         if (res.statusCode === 200) jwt = (res.json() as { jwt: string }).jwt;
         else isAnswer(t, res, 403, { error: "Forbidden", message: denial(scopes, "ingest") }, `${what}: no JWT`);
       }
       const res = await request.send({ api, key, jwt, unique: String(n) });
-      if (needs === undefined || scopes.includes(needs)) {
+      if (needs === undefined || needs.some((s) => scopes.includes(s))) {
         t.equal(res.statusCode, request.ok, `${what}: ${request.ok} (${res.body.slice(0, 200)})`);
-      } else if (op.schemes.includes("bearerAuth")) {
+      } else if (jwtOnly) {
         isAnswer(t, res, 401, INVALID_JWT, `${what}: without a JWT, the key alone is no credential`);
       } else if (op.otlp) {
         isAnswer(t, res, 403, { code: 7, message: denial(scopes, needs) }, `${what}: PERMISSION_DENIED`);
@@ -314,7 +372,7 @@ t.test("every operation × every scope set: the status the spec's scope rule giv
       }
     }
   }
-  t.equal(n, operations.length * 5, "every operation, five scope sets each");
+  t.equal(n, operations.length * 6, "every operation, six scope sets each");
 });
 
 t.test("G3: a missing scope is a 403 after 401, 413, 415 and 400, before 404 and 409", async (t) => {

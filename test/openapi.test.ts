@@ -77,12 +77,16 @@ t.test("every operation declares every status it can answer, with the error body
       const otlp = (op as { "x-fastify-config"?: { otlp?: string } })["x-fastify-config"]?.otlp;
       t.equal(
         op.responses["401"]?.$ref,
-        otlp ? "#/components/responses/OtlpUnauthenticated" : "#/components/responses/InvalidApiKey",
+        otlp
+          ? "#/components/responses/OtlpUnauthenticated"
+          : schemes.includes("bearerAuth")
+            ? "#/components/responses/InvalidApiKeyOrJwt"
+            : "#/components/responses/InvalidApiKey",
       );
     }
     if (schemes.includes("bearerAuth")) {
       expected.push("401", "403", "404");
-      t.equal(op.responses["401"]?.$ref, "#/components/responses/InvalidJwt");
+      if (!schemes.includes("agentmonApiKey")) t.equal(op.responses["401"]?.$ref, "#/components/responses/InvalidJwt");
     }
     for (const code of expected) t.ok(codes.includes(code), `${method.toUpperCase()} ${path} declares ${code}`);
   }

@@ -50,6 +50,9 @@ t.test("every operation × role × project", async (t) => {
     createKey: { scopes: ["read"] },
     setMember: { role: "viewer" },
     setProjectRetention: { days: null },
+    createScores: { scores: [{ name: "x", value: 1, session_id: "s1" }] },
+    updateScore: { comment: "changed" },
+    putScoreConfig: { data_type: "boolean" },
   };
   for (const { path, method, op } of operations) {
     const needs = op["x-agentmon-role"];
@@ -58,7 +61,9 @@ t.test("every operation × role × project", async (t) => {
       .replace("{session_id}", "s1")
       .replace("{user_id}", target.id)
       .replace("{path}", "app.css")
-      .replace("{key_id}", "no-such-key");
+      .replace("{key_id}", "no-such-key")
+      .replace("{score_id}", "no-such-score")
+      .replace("{name}", "a-config");
     if (!takesCookie) {
       t.equal(needs, "none", `${op.operationId}: no browser session, so no role`);
       if ((op.security ?? []).length === 0) continue; // public: no credential at all

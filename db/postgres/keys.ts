@@ -1,7 +1,7 @@
 /** Projects, API keys and the meta table (the JWT secret, the readiness heartbeat) on PostgreSQL. */
 import type pg from "pg";
 import { uuidv7 } from "../../domain/ids.ts";
-import { SCOPES, scopesColumn, scopesOfColumn } from "../../domain/keys.ts";
+import { DEFAULT_SCOPES, scopesColumn, scopesOfColumn } from "../../domain/keys.ts";
 import type { ApiKeyRecord, ProjectRecord, Scope } from "../../domain/types.ts";
 
 const API_KEY_COLUMNS = `k.id, k.project_id, p.name AS project_name, k.prefix, k.created_at, k.revoked_at, k.scopes
@@ -38,7 +38,7 @@ export const keyQueries = {
     prefix: string,
     projectName: string,
     now: string,
-    scopes: readonly Scope[] = SCOPES,
+    scopes: readonly Scope[] = DEFAULT_SCOPES,
   ) {
     await tx.query("INSERT INTO projects (id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING", [
       uuidv7(),

@@ -28,6 +28,7 @@ import { keyQueries } from "./keys.ts";
 import { migrate, schemaVersion, versionOf } from "./migrate.ts";
 import { people, TokenMismatch } from "./people.ts";
 import { postgresProjector } from "./projector.ts";
+import * as scores from "./scores.ts";
 import {
   createSession,
   deleteBatch,
@@ -352,6 +353,16 @@ function postgresStore(
         }),
       readSessionLog: (projectId, sessionId) =>
         inSession(readers, projectId, sessionId, (pk) => sessionLogs(readers, pk), undefined),
+
+      insertScores: (projectId, list, keyId) =>
+        write(list.length, keyId, projectId, (tx) => scores.insertScores(tx, projectId, list)),
+      getScore: (projectId, id) => scores.getScore(readers, projectId, id),
+      listScores: (projectId, filter, after, limit) => scores.listScores(readers, projectId, filter, after, limit),
+      updateScore: (projectId, id, changes) =>
+        write(1, undefined, projectId, (tx) => scores.updateScore(tx, projectId, id, changes)),
+      deleteScore: (projectId, id) => write(1, undefined, projectId, (tx) => scores.deleteScore(tx, projectId, id)),
+      putScoreConfig: (projectId, config) => scores.putScoreConfig(writers, projectId, config),
+      listScoreConfigs: (projectId) => scores.listScoreConfigs(readers, projectId),
 
       importPrices: async (text, source, now) => {
         await group.write(1, undefined, (tx) =>

@@ -1,6 +1,6 @@
 /** Projects, API keys and the meta table (the JWT secret, the readiness heartbeat). */
 import { uuidv7 } from "../../domain/ids.ts";
-import { isLive, SCOPES, scopesColumn, scopesOfColumn } from "../../domain/keys.ts";
+import { DEFAULT_SCOPES, isLive, scopesColumn, scopesOfColumn } from "../../domain/keys.ts";
 import type { ApiKeyRecord, ProjectRecord, Scope } from "../../domain/types.ts";
 import { KeyRevoked } from "../errors.ts";
 import type { Db } from "./open.ts";
@@ -90,7 +90,7 @@ export function keyStatements(db: Db) {
     byHash: reader.byHash,
     byId,
     list: () => q.keyList.all().map((row) => keyRecord(row) as ApiKeyRecord),
-    create(hash: string, prefix: string, projectName: string, now: string, scopes: readonly Scope[] = SCOPES) {
+    create(hash: string, prefix: string, projectName: string, now: string, scopes: readonly Scope[] = DEFAULT_SCOPES) {
       cache.byId.clear();
       return createApiKey(hash, prefix, projectName, now, scopes);
     },

@@ -185,6 +185,7 @@ function prepare(db: Db) {
     deleteLogs: db.prepare("DELETE FROM session_logs WHERE session_pk = ?"),
     deleteRecords: db.prepare("DELETE FROM span_records WHERE session_pk = ?"),
     deleteModels: db.prepare("DELETE FROM session_models WHERE session_pk = ?"),
+    deleteScores: db.prepare("DELETE FROM scores WHERE session_pk = ?"),
     delete: db.prepare("DELETE FROM sessions WHERE pk = ?"),
     // A batch of sessions (a JSON array of pks), with what is keyed by them.
     deleteManyEvents: db.prepare("DELETE FROM events WHERE session_pk IN (SELECT value FROM json_each(?))"),
@@ -192,6 +193,7 @@ function prepare(db: Db) {
     deleteManyLogs: db.prepare("DELETE FROM session_logs WHERE session_pk IN (SELECT value FROM json_each(?))"),
     deleteManyRecords: db.prepare("DELETE FROM span_records WHERE session_pk IN (SELECT value FROM json_each(?))"),
     deleteManyModels: db.prepare("DELETE FROM session_models WHERE session_pk IN (SELECT value FROM json_each(?))"),
+    deleteManyScores: db.prepare("DELETE FROM scores WHERE session_pk IN (SELECT value FROM json_each(?))"),
     deleteMany: db.prepare("DELETE FROM sessions WHERE pk IN (SELECT value FROM json_each(?))"),
   };
 }
@@ -308,6 +310,7 @@ export class SessionTable {
     this.#q.deleteLogs.run(row.pk);
     this.#q.deleteRecords.run(row.pk);
     this.#q.deleteModels.run(row.pk);
+    this.#q.deleteScores.run(row.pk);
     this.#q.delete.run(row.pk);
     return true;
   }
@@ -333,6 +336,7 @@ export class SessionTable {
     this.#q.deleteManyLogs.run(pks);
     this.#q.deleteManyRecords.run(pks);
     this.#q.deleteManyModels.run(pks);
+    this.#q.deleteManyScores.run(pks);
     const sessions = this.#q.deleteMany.run(pks).changes;
     return { sessions, events, next };
   }

@@ -31,6 +31,7 @@ import type { Db } from "./open.ts";
 import { peopleStatements, TokenMismatch } from "./people.ts";
 import { priceStatements } from "./prices.ts";
 import { sqliteProjector } from "./projector.ts";
+import { scoreStatements } from "./scores.ts";
 import { wordsOf } from "./search.ts";
 import { SessionTable } from "./sessions.ts";
 import { rowsOf, type TraceRows, TraceTable, traceRows } from "./traces.ts";
@@ -107,6 +108,7 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
       return read(...args);
     };
   const people = peopleStatements(db);
+  const scores = scoreStatements(db, (projectId, sessionId) => sessions.pkOf(projectId, sessionId));
   /** A write whose TokenMismatch (the savepoint rolled back) is answered `otherwise`. */
   const tokenWrite = <T, O>(run: () => T, otherwise: O) =>
     group.write(1, run).catch((error: unknown) => {
@@ -216,6 +218,15 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
         return traces.appendLog(projectId, sessionId, text, { iso: at.iso, us: at.us });
       }),
     readSessionLog: async (projectId, sessionId) => inSession(projectId, sessionId, (pk) => traces.logs(pk), undefined),
+
+    insertScores: (projectId, list, keyId) =>
+      write(list.length, keyId, projectId, () => scores.insert(projectId, list)),
+    getScore: async (projectId, id) => scores.get(projectId, id),
+    listScores: async (projectId, filter, after, limit) => scores.list(projectId, filter, after, limit),
+    updateScore: (projectId, id, changes) => group.write(1, () => scores.update(projectId, id, changes)),
+    deleteScore: (projectId, id) => group.write(1, () => scores.delete(projectId, id)),
+    putScoreConfig: (projectId, config) => group.write(1, () => scores.putConfig(projectId, config)),
+    listScoreConfigs: async (projectId) => scores.configs(projectId),
 
     importPrices: (text, source, now) => group.write(1, () => priceRows.import(text, source, now)),
     importedPrices: async () => priceRows.imported(),

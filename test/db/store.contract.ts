@@ -20,6 +20,7 @@ import { peopleContract } from "./contract/people.ts";
 import { priceContract } from "./contract/prices.ts";
 import { retentionContract } from "./contract/retention.ts";
 import { rollupContract } from "./contract/rollups.ts";
+import { scoreContract } from "./contract/scores.ts";
 import { sessionContract } from "./contract/sessions.ts";
 import { totalsContract } from "./contract/totals.ts";
 import { traceContract } from "./contract/traces.ts";
@@ -40,4 +41,5 @@ export function storeContract(t: Test, adapter: Adapter) {
   analyticsContract(t, f);
   rollupContract(t, f);
   peopleContract(t, f);
+  scoreContract(t, f);
 }

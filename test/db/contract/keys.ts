@@ -72,6 +72,8 @@ export function keyContract(t: Test, { bare }: Fixtures) {
       ["read-admin", ["admin", "read"], ["read", "admin"]],
       ["ingest-read", ["read", "ingest"], ["ingest", "read"]],
       ["all", ["admin", "read", "ingest"], ["ingest", "read", "admin"]],
+      ["annotate", ["annotate"], ["annotate"]],
+      ["every", ["annotate", "admin", "read", "ingest"], ["ingest", "read", "admin", "annotate"]],
     ];
     const made = [];
     for (const [index, [name, given, stored]] of cases.entries()) {

@@ -1,0 +1,135 @@
+/**
+ * Scores on PostgreSQL (issue 25, migration 012-scores.sql): the same answers as
+ * db/sqlite/scores.ts. A batch is one statement inside the group commit's transaction of its call.
+ */
+import type pg from "pg";
+import type { ScoreChanges, ScoreConfigRecord, ScoreFilter, ScoreRecord } from "../../domain/scores.ts";
+import { valueColumns } from "../../domain/scores.ts";
+import type { Position } from "../../domain/types.ts";
+import {
+  configOfRow,
+  SCORE_CONFIG_COLUMNS,
+  SCORE_INSERT_COLUMNS,
+  SCORE_ORDER,
+  SCORE_SELECT,
+  type ScoreConfigRow,
+  type ScoreRow,
+  scoreConditions,
+  scoreOfRow,
+  scoreValues,
+} from "../scores.ts";
+
+type Queryable = pg.Pool | pg.ClientBase;
+
+const COLUMN_COUNT = SCORE_INSERT_COLUMNS.split(",").length;
+
+/** Store.insertScores, in the caller's transaction. */
+export async function insertScores(
+  tx: pg.ClientBase,
+  projectId: string,
+  scores: ScoreRecord[],
+): Promise<{ stored: number } | { missing: number[] }> {
+  const named = [...new Set(scores.flatMap((score) => (score.session_id === null ? [] : [score.session_id])))];
+  const { rows } = await tx.query<{ id: string; pk: number }>(
+    "SELECT id, pk FROM sessions WHERE id = ANY($1::text[]) AND project_id = $2",
+    [named, projectId],
+  );
+  const pks = new Map(rows.map((row) => [row.id, row.pk]));
+  const missing = scores.flatMap((score, index) =>
+    score.session_id !== null && !pks.has(score.session_id) ? [index] : [],
+  );
+  if (missing.length > 0) return { missing };
+  const values = scores.flatMap((score) =>
+    scoreValues(projectId, score.session_id === null ? null : (pks.get(score.session_id) ?? null), score),
+  );
+  const tuples = scores.map(
+    (_, row) =>
+      `(${Array.from({ length: COLUMN_COUNT }, (_, column) => `$${row * COLUMN_COUNT + column + 1}`).join(", ")})`,
+  );
+  const { rowCount } = await tx.query(
+    `INSERT INTO scores (${SCORE_INSERT_COLUMNS}) VALUES ${tuples.join(", ")} ON CONFLICT (project_id, id) DO NOTHING`,
+    values,
+  );
+  return { stored: rowCount ?? 0 };
+}
+
+export async function getScore(db: Queryable, projectId: string, id: string) {
+  const { rows } = await db.query<ScoreRow>(`${SCORE_SELECT} WHERE c.project_id = $1 AND c.id = $2`, [projectId, id]);
+  return rows[0] && scoreOfRow(rows[0]);
+}
+
+export async function listScores(
+  db: Queryable,
+  projectId: string,
+  filter: ScoreFilter,
+  after: Position | undefined,
+  limit: number,
+) {
+  const values: unknown[] = [];
+  const where = scoreConditions(projectId, filter, after, (value) => {
+    values.push(value);
+    return `$${values.length}`;
+  });
+  values.push(limit);
+  const { rows } = await db.query<ScoreRow>(
+    `${SCORE_SELECT} WHERE ${where} ${SCORE_ORDER} LIMIT $${values.length}`,
+    values,
+  );
+  return rows.map(scoreOfRow);
+}
+
+export async function updateScore(tx: pg.ClientBase, projectId: string, id: string, changes: ScoreChanges) {
+  const { num, label } = valueColumns(changes.data_type, changes.value);
+  const { rowCount } = await tx.query(
+    `UPDATE scores SET data_type = $3, num = $4, label = $5, comment = $6, metadata = $7, timestamp = $8,
+     time_us = $9, updated_at = $10 WHERE project_id = $1 AND id = $2`,
+    [
+      projectId,
+      id,
+      changes.data_type,
+      num,
+      label,
+      changes.comment,
+      JSON.stringify(changes.metadata),
+      changes.timestamp,
+      changes.time_us,
+      changes.updated_at,
+    ],
+  );
+  return rowCount === 0 ? undefined : getScore(tx, projectId, id);
+}
+
+export async function deleteScore(db: Queryable, projectId: string, id: string) {
+  const { rowCount } = await db.query("DELETE FROM scores WHERE project_id = $1 AND id = $2", [projectId, id]);
+  return (rowCount ?? 0) > 0;
+}
+
+export async function putScoreConfig(db: Queryable, projectId: string, config: ScoreConfigRecord) {
+  const { rows } = await db.query<ScoreConfigRow>(
+    `INSERT INTO score_configs (project_id, ${SCORE_CONFIG_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+     ON CONFLICT (project_id, name) DO UPDATE SET data_type = excluded.data_type, min = excluded.min,
+       max = excluded.max, categories = excluded.categories, description = excluded.description,
+       updated_at = excluded.updated_at
+     RETURNING ${SCORE_CONFIG_COLUMNS}`,
+    [
+      projectId,
+      config.name,
+      config.data_type,
+      config.min,
+      config.max,
+      config.categories === null ? null : JSON.stringify(config.categories),
+      config.description,
+      config.created_at,
+      config.updated_at,
+    ],
+  );
+  return configOfRow(rows[0] as ScoreConfigRow);
+}
+
+export async function listScoreConfigs(db: Queryable, projectId: string) {
+  const { rows } = await db.query<ScoreConfigRow>(
+    `SELECT ${SCORE_CONFIG_COLUMNS} FROM score_configs WHERE project_id = $1 ORDER BY name`,
+    [projectId],
+  );
+  return rows.map(configOfRow);
+}

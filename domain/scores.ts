@@ -1,0 +1,180 @@
+/**
+ * Scores (issue 25, openapi.yaml SC1-SC7, decision 037): judgements of a session, an event or
+ * span of it, or a conversation; numeric, categorical or boolean; checked against the project's
+ * score config of the same name when there is one. Pure: the service reads the configs and the
+ * store keeps the records.
+ */
+import type { ErrorDetail } from "./errors.ts";
+import type { JsonObject } from "./types.ts";
+
+export type ScoreDataType = "numeric" | "categorical" | "boolean";
+export type ScoreSource = "api" | "annotation" | "eval";
+export type ScoreValue = number | string | boolean;
+
+/** Who made a score: an API key (also for a JWT's or token's score: their key) or a person. */
+export interface ScoreAuthor {
+  type: "api_key" | "person";
+  id: string;
+}
+
+export interface ScoreRecord {
+  id: string;
+  name: string;
+  data_type: ScoreDataType;
+  value: ScoreValue;
+  session_id: string | null;
+  event_id: string | null;
+  conversation_id: string | null;
+  source: ScoreSource;
+  comment: string | null;
+  author: ScoreAuthor;
+  metadata: JsonObject;
+  /** When the judgement was made, UTC ISO, and its instant in microseconds (what lists sort on). */
+  timestamp: string;
+  time_us: number;
+  created_at: string;
+  updated_at: string | null;
+}
+
+/** What PATCH /v2/scores/{score_id} changes, already checked (updateScore). */
+export interface ScoreChanges {
+  data_type: ScoreDataType;
+  value: ScoreValue;
+  comment: string | null;
+  metadata: JsonObject;
+  timestamp: string;
+  time_us: number;
+  updated_at: string;
+}
+
+export interface ScoreConfigRecord {
+  name: string;
+  data_type: ScoreDataType;
+  min: number | null;
+  max: number | null;
+  categories: string[] | null;
+  description: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** GET /v2/scores' filters; `before`: a page after this position (time_us desc, id desc). */
+export interface ScoreFilter {
+  name?: string | undefined;
+  session_id?: string | undefined;
+  event_id?: string | undefined;
+  conversation_id?: string | undefined;
+  source?: ScoreSource | undefined;
+  data_type?: ScoreDataType | undefined;
+  from_us?: number | undefined;
+  to_us?: number | undefined;
+}
+
+export const SCORE_DATA_TYPES: readonly ScoreDataType[] = ["numeric", "categorical", "boolean"];
+
+/** The data type a value says by its JSON type, when the client names none (SC4). */
+const typeOfValue = (value: ScoreValue): ScoreDataType =>
+  typeof value === "number" ? "numeric" : typeof value === "boolean" ? "boolean" : "categorical";
+
+/**
+ * SC4: the value as its data type keeps it, or why not. A boolean is also `1`/`0` or the labels
+ * `"true"`/`"false"`; a numeric value must be finite; a label is not empty.
+ */
+export function readValue(
+  value: ScoreValue,
+  given: ScoreDataType | null | undefined,
+): { data_type: ScoreDataType; value: ScoreValue } | { problem: string } {
+  const dataType = given ?? typeOfValue(value);
+  if (dataType === "numeric") {
+    return typeof value === "number" && Number.isFinite(value)
+      ? { data_type: dataType, value }
+      : { problem: "must be a finite number for a numeric score" };
+  }
+  if (dataType === "boolean") {
+    if (typeof value === "boolean") return { data_type: dataType, value };
+    if (value === 1 || value === "true") return { data_type: dataType, value: true };
+    if (value === 0 || value === "false") return { data_type: dataType, value: false };
+    return { problem: 'must be true or false (or 1, 0, "true", "false") for a boolean score' };
+  }
+  return typeof value === "string" && value.length > 0
+    ? { data_type: dataType, value }
+    : { problem: "must be a label (a non-empty string) for a categorical score" };
+}
+
+/** SC5: the problems of a score against its name's config, each with its path under `path`. */
+export function breaksConfig(
+  score: { data_type: ScoreDataType; value: ScoreValue },
+  config: ScoreConfigRecord,
+  path: string,
+): ErrorDetail[] {
+  const at = (field: string) => (path === "" ? field : `${path}.${field}`);
+  if (score.data_type !== config.data_type) {
+    return [
+      {
+        path: at("data_type"),
+        message: `the score config "${config.name}" says ${config.data_type}, not ${score.data_type}`,
+      },
+    ];
+  }
+  if (score.data_type === "numeric") {
+    const value = score.value as number;
+    if ((config.min !== null && value < config.min) || (config.max !== null && value > config.max)) {
+      return [{ path: at("value"), message: `must be ${rangeText(config)} (score config "${config.name}")` }];
+    }
+  }
+  if (score.data_type === "categorical" && config.categories && !config.categories.includes(score.value as string)) {
+    const allowed = config.categories.map((c) => JSON.stringify(c)).join(", ");
+    return [{ path: at("value"), message: `must be one of ${allowed} (score config "${config.name}")` }];
+  }
+  return [];
+}
+
+const rangeText = (config: ScoreConfigRecord) =>
+  config.min !== null && config.max !== null
+    ? `between ${config.min} and ${config.max}`
+    : config.min !== null
+      ? `at least ${config.min}`
+      : `at most ${config.max}`;
+
+/** PUT /v2/score-configs/{name}: the config's own rules (ajv checked the shapes). */
+export function configProblems(request: {
+  data_type: ScoreDataType;
+  min?: number | null | undefined;
+  max?: number | null | undefined;
+  categories?: string[] | null | undefined;
+}): ErrorDetail[] {
+  const problems: ErrorDetail[] = [];
+  const numeric = request.data_type === "numeric";
+  for (const field of ["min", "max"] as const) {
+    if (request[field] != null && !numeric) problems.push({ path: field, message: "only a numeric config has it" });
+  }
+  if (numeric && request.min != null && request.max != null && request.min > request.max) {
+    problems.push({ path: "min", message: `must not be more than max (${request.max})` });
+  }
+  if (request.categories != null && request.data_type !== "categorical") {
+    problems.push({ path: "categories", message: "only a categorical config has them" });
+  }
+  if (request.data_type === "categorical" && request.categories == null) {
+    problems.push({ path: "categories", message: "a categorical config lists its labels" });
+  }
+  return problems;
+}
+
+/**
+ * How storage keeps a value: `num` (numeric; boolean 1/0) and `label` (categorical), so that
+ * analytics read numbers as numbers; `valueOfColumns` gives it back.
+ */
+export const valueColumns = (dataType: ScoreDataType, value: ScoreValue) =>
+  dataType === "categorical"
+    ? { num: null, label: value as string }
+    : { num: dataType === "boolean" ? (value ? 1 : 0) : (value as number), label: null };
+
+export const valueOfColumns = (dataType: ScoreDataType, num: number | null, label: string | null): ScoreValue =>
+  dataType === "categorical" ? (label as string) : dataType === "boolean" ? num === 1 : (num as number);
+
+/** The author as storage keeps it (`api_key:<id>`, `person:<id>`) and back. */
+export const authorColumn = (author: ScoreAuthor) => `${author.type}:${author.id}`;
+export const authorOfColumn = (column: string): ScoreAuthor => {
+  const colon = column.indexOf(":");
+  return { type: column.slice(0, colon) as ScoreAuthor["type"], id: column.slice(colon + 1) };
+};

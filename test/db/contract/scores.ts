@@ -1,0 +1,181 @@
+/**
+ * The Store contract: scores and score configs (issue 25, decision 037). Raw rows: what is sent
+ * comes back whole, by id, per project; a batch is all or nothing; a retry changes nothing;
+ * scores go with their session.
+ */
+import type { Test } from "tap";
+import type { ScoreConfigRecord, ScoreRecord } from "../../../domain/scores.ts";
+import type { Fixtures } from "./fixture.ts";
+import { NASTY, nasty, newSession, sameData, T0 } from "./values.ts";
+
+const score = (id: string, fields: Partial<ScoreRecord> = {}): ScoreRecord => ({
+  id,
+  name: "quality",
+  data_type: "numeric",
+  value: 0.5,
+  session_id: "s-1",
+  event_id: null,
+  conversation_id: null,
+  source: "api",
+  comment: null,
+  author: { type: "api_key", id: "key-1" },
+  metadata: {},
+  timestamp: T0,
+  time_us: Date.parse(T0) * 1000,
+  created_at: T0,
+  updated_at: null,
+  ...fields,
+});
+
+const at = (second: number) => {
+  const iso = `2026-11-22T00:00:${String(second).padStart(2, "0")}Z`;
+  return { timestamp: iso, time_us: Date.parse(iso) * 1000 };
+};
+
+export function scoreContract(t: Test, { fresh }: Fixtures) {
+  t.test("scores: every kind and field round-trips, per project", async (t) => {
+    const { store, p, other } = await fresh(t);
+    await store.createSession(p, newSession("s-1"));
+    const sent = [
+      score("num", { value: -1.25e-7, comment: NASTY, metadata: nasty(), event_id: NASTY }),
+      score("cat", { data_type: "categorical", value: NASTY, name: NASTY, source: "eval" }),
+      score("yes", { data_type: "boolean", value: true, author: { type: "person", id: "p:1" } }),
+      score("no", { data_type: "boolean", value: false }),
+      score("conv", { session_id: null, conversation_id: NASTY, source: "annotation", ...at(5) }),
+    ];
+    t.strictSame(await store.insertScores(p, sent), { stored: 5 });
+    for (const s of sent) sameData(t, await store.getScore(p, s.id), s, `${s.id} whole`);
+    t.equal(await store.getScore(other, "num"), undefined, "another project's score is not there");
+    t.strictSame(await store.insertScores(p, [score("num", { value: 9 })]), { stored: 0 }, "a retry stores nothing");
+    t.equal((await store.getScore(p, "num"))?.value, -1.25e-7, "the first copy stays");
+    await store.createSession(other, newSession("s-other"));
+    t.strictSame(
+      await store.insertScores(other, [score("num", { session_id: "s-other", value: 3 })]),
+      { stored: 1 },
+      "ids are per project",
+    );
+    t.equal((await store.getScore(other, "num"))?.value, 3);
+  });
+
+  t.test("scores: a session not in the project refuses the whole batch", async (t) => {
+    const { store, p, other } = await fresh(t);
+    await store.createSession(p, newSession("s-1"));
+    await store.createSession(other, newSession("theirs"));
+    const answer = await store.insertScores(p, [
+      score("a"),
+      score("b", { session_id: "theirs" }),
+      score("c", { session_id: "nowhere" }),
+    ]);
+    t.strictSame(answer, { missing: [1, 2] });
+    t.equal(await store.getScore(p, "a"), undefined, "nothing stored");
+    t.strictSame(await store.listScores(p, {}, undefined, 10), []);
+  });
+
+  t.test("scores: lists filter and page newest first", async (t) => {
+    const { store, p } = await fresh(t);
+    await store.createSession(p, newSession("s-1"));
+    await store.createSession(p, newSession("s-2"));
+    await store.insertScores(p, [
+      score("a", { ...at(1), name: "x" }),
+      score("b", { ...at(2), name: "y", session_id: "s-2", event_id: "e" }),
+      score("c", { ...at(2), name: "x", source: "eval", data_type: "boolean", value: true }),
+      score("d", { ...at(3), name: "x", session_id: null, conversation_id: "conv" }),
+    ]);
+    const ids = async (filter: Parameters<typeof store.listScores>[1], after?: { init_us: number; id: string }) =>
+      (await store.listScores(p, filter, after, 10)).map((s) => s.id);
+    t.strictSame(await ids({}), ["d", "c", "b", "a"], "time desc, then id desc");
+    t.strictSame(await ids({ name: "x" }), ["d", "c", "a"]);
+    t.strictSame(await ids({ session_id: "s-2" }), ["b"]);
+    t.strictSame(await ids({ event_id: "e" }), ["b"]);
+    t.strictSame(await ids({ conversation_id: "conv" }), ["d"]);
+    t.strictSame(await ids({ source: "eval" }), ["c"]);
+    t.strictSame(await ids({ data_type: "boolean" }), ["c"]);
+    t.strictSame(await ids({ from_us: at(2).time_us, to_us: at(3).time_us }), ["c", "b"]);
+    t.strictSame(await ids({}, { init_us: at(2).time_us, id: "c" }), ["b", "a"], "after a position");
+    t.strictSame((await store.listScores(p, {}, undefined, 2)).length, 2, "the limit");
+  });
+
+  t.test("scores: update and delete, in the project only", async (t) => {
+    const { store, p, other } = await fresh(t);
+    await store.createSession(p, newSession("s-1"));
+    await store.insertScores(p, [score("u", { comment: "before", metadata: { a: 1 } })]);
+    const changes = {
+      data_type: "categorical" as const,
+      value: "good",
+      comment: null,
+      metadata: nasty(),
+      ...at(9),
+      updated_at: "2026-11-23T00:00:00Z",
+    };
+    t.equal(await store.updateScore(other, "u", changes), undefined, "another project's: not changed");
+    const updated = await store.updateScore(p, "u", changes);
+    sameData(t, updated, { ...score("u"), ...changes }, "the changed fields, the rest kept");
+    sameData(t, await store.getScore(p, "u"), updated, "read back");
+    t.equal(await store.deleteScore(other, "u"), false);
+    t.equal(await store.deleteScore(p, "u"), true);
+    t.equal(await store.deleteScore(p, "u"), false, "gone");
+    t.equal(await store.getScore(p, "u"), undefined);
+  });
+
+  t.test("scores go with their session: deleteSession and deleteSessions", async (t) => {
+    const { store, p } = await fresh(t);
+    for (const id of ["one", "bulk", "kept"]) await store.createSession(p, newSession(id, { tags: [id] }));
+    await store.insertScores(p, [
+      score("1", { session_id: "one" }),
+      score("2", { session_id: "bulk" }),
+      score("3", { session_id: "kept" }),
+      score("4", { session_id: null, conversation_id: "c" }),
+    ]);
+    t.equal(await store.deleteSession(p, "one"), true);
+    const limits = { maxSessions: 10, maxEvents: 1000, dryRun: false };
+    let batch = await store.deleteSessions(p, { tags: ["bulk"] }, limits);
+    while (batch.next) batch = await store.deleteSessions(p, { tags: ["bulk"] }, { ...limits, after: batch.next });
+    t.strictSame((await store.listScores(p, {}, undefined, 10)).map((s) => s.id).sort(), ["3", "4"]);
+  });
+
+  t.test("score configs: made, replaced (created_at kept), listed by name, per project", async (t) => {
+    const { store, p, other } = await fresh(t);
+    const config = (name: string, fields: Partial<ScoreConfigRecord> = {}): ScoreConfigRecord => ({
+      name,
+      data_type: "numeric",
+      min: 0,
+      max: 1,
+      categories: null,
+      description: null,
+      created_at: T0,
+      updated_at: T0,
+      ...fields,
+    });
+    t.strictSame(await store.putScoreConfig(p, config("b")), config("b"));
+    const cat = config(NASTY, {
+      data_type: "categorical",
+      min: null,
+      max: null,
+      categories: [NASTY, "ok"],
+      description: NASTY,
+    });
+    t.strictSame(await store.putScoreConfig(p, cat), cat);
+    const replaced = await store.putScoreConfig(
+      p,
+      config("b", {
+        data_type: "boolean",
+        min: null,
+        max: null,
+        created_at: "2026-12-01T00:00:00Z",
+        updated_at: "2026-12-01T00:00:00Z",
+      }),
+    );
+    t.strictSame(
+      replaced,
+      config("b", { data_type: "boolean", min: null, max: null, updated_at: "2026-12-01T00:00:00Z" }),
+      "replaced, created_at kept",
+    );
+    await store.putScoreConfig(p, config("A"));
+    t.strictSame(
+      (await store.listScoreConfigs(p)).map((c) => c.name),
+      [NASTY, "A", "b"].sort(),
+      "by name, byte order",
+    );
+    t.strictSame(await store.listScoreConfigs(other), [], "another project has none");
+  });
+}
