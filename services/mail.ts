@@ -29,7 +29,11 @@ export const MAIL_TIMEOUTS = {
 } as const;
 export const SEND_DEADLINE_MS = 20_000;
 
-/** What a link mail says: who it is for, what it opens and until when. */
+/**
+ * What a link mail says: who it is for, what it opens and until when. `to` is one address, never
+ * a list: it is handed to nodemailer as an address object, since a string is parsed as a list
+ * (`a,b@x` would be mailed to `b@x`).
+ */
 export type LinkMail =
   | { kind: "invite"; to: string; link: string; expiresAt: string; project: string; role: Role; by: string }
   | { kind: "reset"; to: string; link: string; expiresAt: string; by: string }
@@ -119,7 +123,9 @@ export function smtpMailer(smtp: SmtpSettings, from: string, site: () => string)
       let timer: NodeJS.Timeout | undefined;
       try {
         const { subject, text } = linkMessage(mail, site());
-        const sending = transportOf().then((t) => t.sendMail({ from, to: mail.to, subject, text }));
+        const sending = transportOf().then((t) =>
+          t.sendMail({ from, to: { name: "", address: mail.to }, subject, text }),
+        );
         sending.catch(() => undefined); // answered below, or past the deadline: never unhandled
         const deadline = new Promise<never>((_, reject) => {
           timer = setTimeout(

@@ -162,6 +162,15 @@ t.test(
     });
     t.equal(signup.statusCode, 200, `the mailed link works: ${signup.body}`);
 
+    const odd = await invite("odd,bob@example.com");
+    t.equal(odd.json().mailed, true, odd.body);
+    t.same(
+      smtp.received.at(-1)?.rcptTo,
+      ['"odd,bob"@example.com'],
+      "an address with a comma is one address (quoted), not a list that mails bob@example.com",
+    );
+    smtp.received.pop();
+
     const reset = await resetLink("vera@example.com");
     t.equal(reset.statusCode, 200, reset.body);
     t.equal(reset.json().mailed, true);
@@ -176,6 +185,7 @@ t.test(
     t.equal(done.statusCode, 200, done.body);
     t.same(await audit(), [
       ["user.password_reset_link", { mailed: true }],
+      ["user.invited", { role: "viewer", mailed: true }],
       ["user.invited", { role: "viewer", mailed: true }],
     ]);
   },
