@@ -27,6 +27,7 @@ import { schemaOptions, validateEveryBody } from "./http/schemas.ts";
 import { refusingDeps, scopedHandlers } from "./http/scopes.ts";
 import { loadSpec } from "./lib/spec.ts";
 import { DEFAULT_INFLIGHT_BYTES, InflightBytes } from "./services/inflight.ts";
+import { type Mailer, noMailer, type SmtpSettings, smtpMailer } from "./services/mail.ts";
 import { Metrics } from "./services/metrics.ts";
 import { Oidc, type OidcProvider } from "./services/oidc.ts";
 
@@ -82,6 +83,11 @@ export interface AppOptions {
   /** Single sign-on (AGENTMON_OIDC): the identity providers; SSO only refuses passwords. */
   oidcProviders?: OidcProvider[];
   ssoOnly?: boolean;
+  /**
+   * AGENTMON_SMTP_URL and AGENTMON_SMTP_FROM: invitations and reset links are also mailed
+   * (services/mail.ts); unset: they are only answered.
+   */
+  mail?: { smtp: SmtpSettings; from: string };
   /** Prices llm events sent without a cost; default: prices/models.json. */
   prices?: PriceTable;
   /** What GET /metrics shows; by default the app's own, over `store`'s figures. */
@@ -151,11 +157,13 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   errorAnswers(app, { bodyLimit, routes, review: credentialChecks.review });
 
   const base = options.publicUrl ?? "http://127.0.0.1:3000";
+  const publicUrl = () => (typeof base === "function" ? base() : base).replace(/\/+$/, "");
+  const mailer: Mailer = options.mail ? smtpMailer(options.mail.smtp, options.mail.from, publicUrl) : noMailer;
   const deps = {
     store,
     now,
     prices: options.prices ?? priceTable(),
-    publicUrl: () => (typeof base === "function" ? base() : base).replace(/\/+$/, ""),
+    publicUrl,
     issueJwt: credentialChecks.issueJwt,
     issueOtlpToken: credentialChecks.issueOtlpToken,
     specText,
@@ -169,6 +177,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       sessionHours: options.sessionHours ?? 168,
       oidc: new Oidc(options.oidcProviders ?? []),
       ssoOnly: options.ssoOnly ?? false,
+      mailer,
     },
   };
   // 4.7: an operation's handler runs only for a credential with its scope (http/scopes.ts).

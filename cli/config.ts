@@ -7,8 +7,9 @@
 import { readFileSync } from "node:fs";
 import { SYNCHRONOUS, type Synchronous } from "../db/sqlite/open.ts";
 import { isApiKeyShape } from "../domain/keys.ts";
-import { isRole } from "../domain/people.ts";
+import { isEmailShape, isRole } from "../domain/people.ts";
 import { type PriceEntry, readPrices } from "../domain/prices.ts";
+import type { SmtpSettings } from "../services/mail.ts";
 import type { OidcProvider } from "../services/oidc.ts";
 
 const MIB = 1024 * 1024;
@@ -68,6 +69,12 @@ export interface Config {
   oidcProviders: OidcProvider[] | undefined;
   /** Passwords are refused: people sign in through a provider. */
   ssoOnly: boolean;
+  /**
+   * Where the one-time links are mailed (smtp:// or smtps://, with user:password when the server
+   * asks for them), and the sender; unset: nothing is mailed (decision 035).
+   */
+  smtp: SmtpSettings | undefined;
+  smtpFrom: string | undefined;
 }
 
 /** A configuration mistake: reported as one line, never a stack trace. */
@@ -196,7 +203,65 @@ const SETTINGS = {
       return v === "true";
     },
   },
+  smtp: { env: "AGENTMON_SMTP_URL", flag: "smtp-url", fallback: undefined, read: readSmtpUrl },
+  smtpFrom: { env: "AGENTMON_SMTP_FROM", flag: "smtp-from", fallback: undefined, read: readSmtpFrom },
 } as const;
+
+/**
+ * AGENTMON_SMTP_URL: smtp://[user[:password]@]host[:port] (STARTTLS when the server offers it,
+ * port 587 by default) or smtps://… (TLS from the start, port 465), nothing after the port. Read
+ * here into the transport's settings; the message never repeats what comes before an `@`, where
+ * the URL carries its password.
+ */
+function readSmtpUrl(value: string): SmtpSettings {
+  let url: URL | undefined;
+  try {
+    url = new URL(value.trim());
+  } catch {}
+  const secure = url?.protocol === "smtps:";
+  if (
+    !url ||
+    !(secure || url.protocol === "smtp:") ||
+    !url.hostname ||
+    !/^\/?$/.test(url.pathname) ||
+    url.search ||
+    url.hash
+  ) {
+    const at = value.lastIndexOf("@");
+    throw new ConfigError(
+      "AGENTMON_SMTP_URL must be an smtp:// or smtps:// URL such as smtp://mail.internal:587 or " +
+        `smtps://user:password@smtp.example.com:465, nothing after the port (got "${at < 0 ? value : `…@${value.slice(at + 1)}`}")`,
+    );
+  }
+  let auth: SmtpSettings["auth"];
+  try {
+    auth =
+      url.username === ""
+        ? undefined
+        : { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) };
+  } catch {
+    throw new ConfigError("AGENTMON_SMTP_URL: the user or password is not valid percent-encoding");
+  }
+  return {
+    host: url.hostname.replace(/^\[(.*)\]$/, "$1"),
+    port: url.port === "" ? (secure ? 465 : 587) : Number(url.port),
+    secure,
+    ...(auth === undefined ? {} : { auth }),
+  };
+}
+
+/** AGENTMON_SMTP_FROM: an address (`agentmon@example.com`), or a name and one (`agentmon <agentmon@example.com>`). */
+function readSmtpFrom(value: string): string {
+  const v = value.trim();
+  const m = /^(?:([^<>"\p{Cc}]*?)\s*<([^<>\s]+)>|([^<>\s]+))$/u.exec(v);
+  const address = m?.[2] ?? m?.[3];
+  if (!m || address === undefined || !isEmailShape(address) || /\p{Cc}/u.test(v)) {
+    throw new ConfigError(
+      `AGENTMON_SMTP_FROM must be an address such as agentmon@example.com or "agentmon <agentmon@example.com>" (got "${value}")`,
+    );
+  }
+  return v;
+}
 
 /**
  * AGENTMON_OIDC: a JSON list of providers, or the path of a file holding one: each
@@ -396,6 +461,14 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Record<string, string 
     const other = grpcPort === config.port ? "PORT" : "AGENTMON_METRICS_PORT";
     throw new ConfigError(`AGENTMON_OTLP_GRPC_PORT must be another port than ${other} (both are ${grpcPort})`);
   }
+  if (config.smtpFrom !== undefined && config.smtp === undefined) {
+    throw new ConfigError(
+      "AGENTMON_SMTP_FROM is set but AGENTMON_SMTP_URL is not: set both to mail the links, or neither",
+    );
+  }
+  if (config.smtp !== undefined && config.smtpFrom === undefined) {
+    throw new ConfigError("AGENTMON_SMTP_URL needs AGENTMON_SMTP_FROM, the address the links are mailed from");
+  }
   return config as unknown as Config;
 }
 
@@ -409,7 +482,7 @@ export const USAGE = `Usage:
                  [--synchronous normal|full] [--metrics-token T] [--metrics-port N] [--otlp-grpc-port N]
                  [--redis-url URL] [--retention-days DAYS|forever] [--retention-interval SECONDS]
                  [--cookie-secret S] [--session-hours N] [--login-fail-limit N] [--login-fail-window SECONDS]
-                 [--oidc JSON|FILE] [--sso-only true|false]
+                 [--oidc JSON|FILE] [--sso-only true|false] [--smtp-url URL --smtp-from ADDRESS]
   agentmon keys create [--project NAME] [--scope ingest,read,admin]
                                           create an API key; it is printed once. Scopes (4.7):
                                           ingest (write API, OTLP), read (read API, web UI),
@@ -456,7 +529,8 @@ AGENTMON_REQUEST_TIMEOUT, AGENTMON_KEEPALIVE_TIMEOUT, AGENTMON_MAX_EVENT_LOOP_DE
 AGENTMON_RATE_LIMIT, AGENTMON_PRICES, AGENTMON_SYNCHRONOUS, AGENTMON_METRICS_TOKEN,
 AGENTMON_METRICS_PORT, AGENTMON_OTLP_GRPC_PORT, AGENTMON_REDIS_URL, AGENTMON_RETENTION_DAYS, AGENTMON_RETENTION_INTERVAL,
 AGENTMON_COOKIE_SECRET, AGENTMON_SESSION_HOURS, AGENTMON_LOGIN_FAIL_LIMIT, AGENTMON_LOGIN_FAIL_WINDOW,
-AGENTMON_OIDC, AGENTMON_SSO_ONLY.`;
+AGENTMON_OIDC, AGENTMON_SSO_ONLY, AGENTMON_SMTP_URL, AGENTMON_SMTP_FROM.
+With AGENTMON_SMTP_URL and AGENTMON_SMTP_FROM, users create, invite and reset-link also mail the link.`;
 
 export const FLAG_OPTIONS = {
   ...Object.fromEntries(

@@ -55,6 +55,9 @@ const appOptions = (config: Config) => ({
   sessionHours: config.sessionHours,
   ssoOnly: config.ssoOnly,
   ...(config.oidcProviders === undefined ? {} : { oidcProviders: config.oidcProviders }),
+  ...(config.smtp === undefined || config.smtpFrom === undefined
+    ? {}
+    : { mail: { smtp: config.smtp, from: config.smtpFrom } }),
   logger: { level: config.logLevel },
 });
 

@@ -7,6 +7,7 @@
 import type { Store } from "../db/store.ts";
 import { ApiError } from "../domain/errors.ts";
 import { isRole, normalEmail, ROLES, type Role, type UserRecord } from "../domain/people.ts";
+import { auditedMail, type LinkMail, type MailResult, noMailer, smtpMailer } from "../services/mail.ts";
 import { audit, CLI_ACTOR, createUser, makeLink } from "../services/people.ts";
 import { type Config, ConfigError, type Output, USAGE } from "./config.ts";
 import { openCommandStore } from "./storage.ts";
@@ -51,6 +52,21 @@ function asConfigError(error: unknown) {
   return new ConfigError(detail ? `${detail}` : error.body.message);
 }
 
+/** Who the mails of the command line say made the link. */
+const CLI_SENDER = "An administrator of this agentmon";
+
+/** The mailer of AGENTMON_SMTP_URL, or none. */
+const mailerOf = (config: Config) =>
+  config.smtp === undefined || config.smtpFrom === undefined
+    ? noMailer
+    : smtpMailer(config.smtp, config.smtpFrom, () => baseOf(config));
+
+/** One line on stderr about the mail, when a mail server is set: the link above works either way. */
+function tellMail(io: Output, to: string, result: MailResult) {
+  if (result.mailed) io.err(`Mailed the link to ${to}.`);
+  else if (result.reason !== null) io.err(`The link was not mailed to ${to} (${result.reason}); pass it on yourself.`);
+}
+
 export async function users(sub: string | undefined, args: string[], flags: UserFlags, config: Config, io: Output) {
   const subs = ["create", "list", "invite", "reset-link", "disable", "enable"];
   if (!subs.includes(sub ?? "")) {
@@ -59,6 +75,12 @@ export async function users(sub: string | undefined, args: string[], flags: User
   }
   const store = await openCommandStore(config);
   const context = { store, now: Date.now, publicUrl: () => baseOf(config) };
+  const mailer = mailerOf(config);
+  const mail = async (message: LinkMail) => {
+    const result = await mailer.sendLink(message);
+    tellMail(io, message.to, result);
+    return auditedMail(result);
+  };
   try {
     if (sub === "list") {
       const all = await store.listUsers();
@@ -90,6 +112,7 @@ export async function users(sub: string | undefined, args: string[], flags: User
         `Created ${user.owner ? "the owner account" : "an account"} for ${user.email}${member ? ` (${role} of "${member.name}")` : ""}. ` +
           `The link above sets its password, once, until ${expires_at}; it is not shown again.`,
       );
+      await mail({ kind: "created", to: user.email, link, expiresAt: expires_at, by: CLI_SENDER });
       return 0;
     }
     if (sub === "invite") {
@@ -98,17 +121,31 @@ export async function users(sub: string | undefined, args: string[], flags: User
       const email = normalEmail(flags.email ?? "");
       if (email === "") throw new ConfigError("--email names the person invited");
       const { link, expires_at } = await makeLink(context, "invite", CLI_ACTOR, { email, projectId: project.id, role });
-      await audit(context, CLI_ACTOR, "user.invited", { projectId: project.id, target: email, details: { role } });
       io.out(link);
       io.err(`Invited ${email} as ${role} of "${project.name}": the link works once, until ${expires_at}.`);
+      const mailed = await mail({
+        kind: "invite",
+        to: email,
+        link,
+        expiresAt: expires_at,
+        project: project.name,
+        role,
+        by: CLI_SENDER,
+      });
+      await audit(context, CLI_ACTOR, "user.invited", {
+        projectId: project.id,
+        target: email,
+        details: { role, ...mailed },
+      });
       return 0;
     }
     const user = await userNamed(store, args[0] ?? flags.email);
     if (sub === "reset-link") {
       const { link, expires_at } = await makeLink(context, "reset", CLI_ACTOR, { userId: user.id });
-      await audit(context, CLI_ACTOR, "user.password_reset_link", { target: user.email });
       io.out(link);
       io.err(`The link sets the password of ${user.email}, once, until ${expires_at}.`);
+      const mailed = await mail({ kind: "reset", to: user.email, link, expiresAt: expires_at, by: CLI_SENDER });
+      await audit(context, CLI_ACTOR, "user.password_reset_link", { target: user.email, details: mailed });
       return 0;
     }
     const disabled = sub === "disable";

@@ -17,6 +17,7 @@ import type { Person } from "../domain/people.ts";
 import type { ApiKeyRecord, Claims, OtlpClaims, Scope } from "../domain/types.ts";
 import type { operations } from "../generated/api.ts";
 import type { Context } from "../services/context.ts";
+import type { Mailer } from "../services/mail.ts";
 import type { Metrics } from "../services/metrics.ts";
 import type { Oidc } from "../services/oidc.ts";
 import { type Actor, keyActor, type LoginLimits, personActor } from "../services/people.ts";
@@ -80,6 +81,8 @@ export interface PeopleDeps {
   oidc: Oidc;
   /** AGENTMON_SSO_ONLY: passwords are refused; people sign in through a provider. */
   ssoOnly: boolean;
+  /** Mails the one-time links when AGENTMON_SMTP_URL is set (services/mail.ts); else mails nothing. */
+  mailer: Mailer;
 }
 
 /** What handlers are built from: the services' context, and what the server says of itself. */

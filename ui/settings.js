@@ -222,7 +222,10 @@ async function start() {
       } else {
         const invited = await send("POST", "/v2/people/invitations", { email, role });
         showOnce($("invitation"), $("invitation-link"), $("copy-invitation"), invited.link);
-        say(`${email} is invited as ${role}.`);
+        say(
+          `${email} is invited as ${role}.` +
+            (invited.mailed ? " The link was also mailed to them." : " Pass the link on to them."),
+        );
       }
       $("member-email").value = "";
     } catch (error) {

@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 3092069cd256745d041de9d9dfb3069e7563fe898468ccb9aa392422fcd0edcb. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 db69f5911357535308ed321b93f5993a74156785723663ff679e78653a62ebdc. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -1318,7 +1318,9 @@ export interface paths {
          * Invite a person into the project
          * @description **People.** A project admin (or the owner) makes a one-time link, valid for 7 days, that makes
          *     the account of `email` with `role` in the project named by `X-Agentmon-Project`. The link is
-         *     shown only in this answer (no mail server is needed: pass it on).
+         *     shown only in this answer (no mail server is needed: pass it on). When a mail server is set
+         *     (`AGENTMON_SMTP_URL`), the link is also mailed to `email` before the answer, which says
+         *     whether it was (`mailed`); a mail that fails does not fail the invitation.
          */
         post: operations["createInvitation"];
         delete?: never;
@@ -1339,7 +1341,9 @@ export interface paths {
         /**
          * Make a password-reset link for a person
          * @description **People.** The instance owner makes a one-time link, valid for a day, that sets the
-         *     person's password.
+         *     person's password. When a mail server is set (`AGENTMON_SMTP_URL`), the link is also mailed
+         *     to the person before the answer, which says whether it was (`mailed`); a mail that fails
+         *     does not fail the link.
          */
         post: operations["createResetLink"];
         delete?: never;
@@ -2006,6 +2010,13 @@ export interface components {
             /** @description The one-time link, shown only now. */
             link: string;
             expires_at: string;
+            /**
+             * @description Whether the link was also mailed to the person: true once the mail server
+             *     (`AGENTMON_SMTP_URL`) took the mail. False when no mail server is set, or when it
+             *     refused the mail or did not answer within a few seconds; the link is made all the same
+             *     (a failed mail is logged and noted in the audit record's `details.mailed`), so pass it on.
+             */
+            mailed: boolean;
         };
         /** @description Every failure (G2). */
         Error: {
