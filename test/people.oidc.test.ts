@@ -4,53 +4,14 @@
  * group mapped to a role; an answer with a bad state, nonce, issuer or a code of another client
  * is refused, and so is a flow started in another browser or a code used twice.
  */
-import { createServer } from "node:http";
 import type { LightMyRequestResponse } from "fastify";
-import Provider from "oidc-provider";
 import t, { type Test } from "tap";
 import { loadConfig } from "../cli/config.ts";
-import type { OidcProvider } from "../services/oidc.ts";
 import { build, isError } from "./helper.ts";
+import { identityProvider } from "./oidc.helpers.ts";
 import { asBrowser, browserOf, PASSWORD, person, setCookies } from "./people.helpers.ts";
 
 const PUBLIC = "http://agentmon.test";
-const SECRET = "a-client-secret-of-at-least-32-characters";
-
-/** The identity provider: two clients (agentmon's and another), people of group `eng`. */
-async function identityProvider(t: Test) {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  t.teardown(() => new Promise((resolve) => server.close(resolve)));
-  const issuer = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-  const redirect = (id: string) => `${PUBLIC}/v2/auth/oidc/${id}/callback`;
-  const provider = new Provider(issuer, {
-    clients: [
-      { client_id: "agentmon", client_secret: SECRET, redirect_uris: [redirect("corp")] },
-      { client_id: "other-app", client_secret: SECRET, redirect_uris: [redirect("corp-other")] },
-    ],
-    async findAccount(_ctx: unknown, sub: string) {
-      return {
-        accountId: sub,
-        claims: async () => ({ sub, email: `${sub}@corp.example`, name: sub, groups: ["eng"] }),
-      };
-    },
-    claims: { openid: ["sub"], email: ["email"], profile: ["name", "groups"] },
-    features: { devInteractions: { enabled: true } },
-  });
-  server.on("request", provider.callback());
-  const providers: OidcProvider[] = [
-    {
-      id: "corp",
-      issuer,
-      client_id: "agentmon",
-      client_secret: SECRET,
-      insecure: true,
-      roles: [{ group: "eng", project: "default", role: "editor" }],
-    },
-    { id: "corp-other", issuer, client_id: "other-app", client_secret: SECRET, insecure: true },
-  ];
-  return { issuer, providers };
-}
 
 /** The browser's part at the provider: its login form (any name), until it sends us back. */
 async function atTheProvider(issuer: string, authorizeUrl: string, login: string): Promise<URL> {
@@ -85,7 +46,7 @@ async function atTheProvider(issuer: string, authorizeUrl: string, login: string
 }
 
 async function setUp(t: Test, options: { ssoOnly?: boolean } = {}) {
-  const { issuer, providers } = await identityProvider(t);
+  const { issuer, providers } = await identityProvider(t, { publicUrl: PUBLIC });
   const api = await build(t, { publicUrl: PUBLIC, oidcProviders: providers, ...options });
   /** Starts a sign-in at provider `id`: the provider's URL and the flow's cookie. */
   const start = async (id = "corp") => {
