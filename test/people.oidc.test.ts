@@ -96,9 +96,9 @@ t.test("SSO: code + PKCE with the real provider; the group eng becomes editor of
 
 t.test("attack: a bad state, nonce or issuer, a code of another client, or no flow cookie: refused", async (t) => {
   const { api, issuer, start, callback } = await setUp(t);
-  const refused = async (what: string, url: URL, cookie?: string) => {
+  const refused = async (what: string, url: URL, cookie: string | undefined, why: RegExp) => {
     const res = await callback(url, cookie);
-    isError(t, res, 400, "Sign-in refused");
+    t.match(isError(t, res, 400, "Sign-in refused").message, why, `${what}: the reason said`);
     t.notOk(setCookies(res).has("agentmon_session"), `${what}: no session`);
   };
 
@@ -106,17 +106,22 @@ t.test("attack: a bad state, nonce or issuer, a code of another client, or no fl
   let back = await atTheProvider(issuer, flow.location, "eve");
   const badState = new URL(back);
   badState.searchParams.set("state", "not-the-state");
-  await refused("state", badState, flow.cookie);
+  await refused("state", badState, flow.cookie, /unexpected "state" response parameter value/);
 
   flow = await start();
   back = await atTheProvider(issuer, flow.location, "eve");
   const badIssuer = new URL(back);
   badIssuer.searchParams.set("iss", "http://evil.example");
-  await refused("issuer", badIssuer, flow.cookie);
+  await refused("issuer", badIssuer, flow.cookie, /unexpected "iss" \(issuer\) response parameter value/);
 
   flow = await start();
   back = await atTheProvider(issuer, flow.location, "eve");
-  await refused("no flow cookie (started in another browser)", back);
+  await refused(
+    "no flow cookie (started in another browser)",
+    back,
+    undefined,
+    /no sign-in was started from this browser/,
+  );
 
   // The nonce: the flow's cookie re-signed with the right state and verifier but another nonce
   // (only the server can sign it; this proves the ID token's nonce is checked, not just the cookie).
@@ -125,7 +130,7 @@ t.test("attack: a bad state, nonce or issuer, a code of another client, or no fl
   const raw = decodeURIComponent(flow.cookie.slice("agentmon_oidc=".length));
   const value = JSON.parse(api.app.unsignCookie(raw).value ?? "{}");
   const forged = api.app.signCookie(JSON.stringify({ ...value, nonce: "another-nonce" }));
-  await refused("nonce", back, `agentmon_oidc=${encodeURIComponent(forged)}`);
+  await refused("nonce", back, `agentmon_oidc=${encodeURIComponent(forged)}`, /nonce/);
 
   // The audience: a code the provider issued to agentmon, delivered to the callback of another
   // client (with a flow of the same secrets): that client cannot redeem it.
@@ -134,7 +139,7 @@ t.test("attack: a bad state, nonce or issuer, a code of another client, or no fl
   const other = new URL(back.href.replace("/corp/callback", "/corp-other/callback"));
   const flowValue = JSON.parse(api.app.unsignCookie(decodeURIComponent(flow.cookie.slice(14))).value ?? "{}");
   const otherCookie = api.app.signCookie(JSON.stringify({ ...flowValue, provider: "corp-other" }));
-  await refused("audience", other, `agentmon_oidc=${encodeURIComponent(otherCookie)}`);
+  await refused("audience", other, `agentmon_oidc=${encodeURIComponent(otherCookie)}`, /invalid_grant/);
 
   t.equal(await api.store.userByEmail("eve@corp.example"), undefined, "nobody was made");
   isError(t, await api.inject({ method: "GET", url: "/v2/auth/oidc/nope/start" }), 404, "Not found");
