@@ -38,6 +38,19 @@ export interface OidcFlow {
 const refused = (why: string) =>
   new ApiError(400, { error: "Sign-in refused", message: `The identity provider's answer was refused: ${why}` });
 
+/**
+ * What went wrong, in words: openid-client's message ("invalid response encountered") with the
+ * check that failed (its cause's: 'unexpected "state" response parameter value'), or the
+ * provider's OAuth error ("invalid_grant: grant request is invalid").
+ */
+function reasonOf(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const { cause, error: code, error_description: description } = error as Error & Record<string, unknown>;
+  let detail = cause instanceof Error ? cause.message : "";
+  if (typeof code === "string") detail = typeof description === "string" ? `${code}: ${description}` : code;
+  return detail === "" || detail === error.message ? error.message : `${error.message} (${detail})`;
+}
+
 export class Oidc {
   readonly #providers: Map<string, OidcProvider>;
   readonly #configs = new Map<string, Promise<Client.Configuration>>();
@@ -125,7 +138,7 @@ export class Oidc {
       const info = await client.fetchUserInfo(config, tokens.access_token, sub);
       claims = { ...info, ...idClaims };
     } catch (error) {
-      throw refused((error as Error).message);
+      throw refused(reasonOf(error));
     }
     const email = normalEmail(String(claims.email ?? ""));
     if (!isEmailShape(email)) throw refused("it names no email address");

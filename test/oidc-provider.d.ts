@@ -1,6 +1,6 @@
 /**
  * oidc-provider 8 ships no types (and @types/oidc-provider is not installed): the little the
- * tests use of it (test/people.oidc.test.ts), typed here.
+ * tests use of it (test/oidc.helpers.ts), typed here.
  */
 declare module "oidc-provider" {
   import type { IncomingMessage, ServerResponse } from "node:http";

@@ -4,53 +4,14 @@
  * group mapped to a role; an answer with a bad state, nonce, issuer or a code of another client
  * is refused, and so is a flow started in another browser or a code used twice.
  */
-import { createServer } from "node:http";
 import type { LightMyRequestResponse } from "fastify";
-import Provider from "oidc-provider";
 import t, { type Test } from "tap";
 import { loadConfig } from "../cli/config.ts";
-import type { OidcProvider } from "../services/oidc.ts";
 import { build, isError } from "./helper.ts";
+import { identityProvider } from "./oidc.helpers.ts";
 import { asBrowser, browserOf, PASSWORD, person, setCookies } from "./people.helpers.ts";
 
 const PUBLIC = "http://agentmon.test";
-const SECRET = "a-client-secret-of-at-least-32-characters";
-
-/** The identity provider: two clients (agentmon's and another), people of group `eng`. */
-async function identityProvider(t: Test) {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  t.teardown(() => new Promise((resolve) => server.close(resolve)));
-  const issuer = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-  const redirect = (id: string) => `${PUBLIC}/v2/auth/oidc/${id}/callback`;
-  const provider = new Provider(issuer, {
-    clients: [
-      { client_id: "agentmon", client_secret: SECRET, redirect_uris: [redirect("corp")] },
-      { client_id: "other-app", client_secret: SECRET, redirect_uris: [redirect("corp-other")] },
-    ],
-    async findAccount(_ctx: unknown, sub: string) {
-      return {
-        accountId: sub,
-        claims: async () => ({ sub, email: `${sub}@corp.example`, name: sub, groups: ["eng"] }),
-      };
-    },
-    claims: { openid: ["sub"], email: ["email"], profile: ["name", "groups"] },
-    features: { devInteractions: { enabled: true } },
-  });
-  server.on("request", provider.callback());
-  const providers: OidcProvider[] = [
-    {
-      id: "corp",
-      issuer,
-      client_id: "agentmon",
-      client_secret: SECRET,
-      insecure: true,
-      roles: [{ group: "eng", project: "default", role: "editor" }],
-    },
-    { id: "corp-other", issuer, client_id: "other-app", client_secret: SECRET, insecure: true },
-  ];
-  return { issuer, providers };
-}
 
 /** The browser's part at the provider: its login form (any name), until it sends us back. */
 async function atTheProvider(issuer: string, authorizeUrl: string, login: string): Promise<URL> {
@@ -85,7 +46,7 @@ async function atTheProvider(issuer: string, authorizeUrl: string, login: string
 }
 
 async function setUp(t: Test, options: { ssoOnly?: boolean } = {}) {
-  const { issuer, providers } = await identityProvider(t);
+  const { issuer, providers } = await identityProvider(t, { publicUrl: PUBLIC });
   const api = await build(t, { publicUrl: PUBLIC, oidcProviders: providers, ...options });
   /** Starts a sign-in at provider `id`: the provider's URL and the flow's cookie. */
   const start = async (id = "corp") => {
@@ -135,9 +96,9 @@ t.test("SSO: code + PKCE with the real provider; the group eng becomes editor of
 
 t.test("attack: a bad state, nonce or issuer, a code of another client, or no flow cookie: refused", async (t) => {
   const { api, issuer, start, callback } = await setUp(t);
-  const refused = async (what: string, url: URL, cookie?: string) => {
+  const refused = async (what: string, url: URL, cookie: string | undefined, why: RegExp) => {
     const res = await callback(url, cookie);
-    isError(t, res, 400, "Sign-in refused");
+    t.match(isError(t, res, 400, "Sign-in refused").message, why, `${what}: the reason said`);
     t.notOk(setCookies(res).has("agentmon_session"), `${what}: no session`);
   };
 
@@ -145,17 +106,22 @@ t.test("attack: a bad state, nonce or issuer, a code of another client, or no fl
   let back = await atTheProvider(issuer, flow.location, "eve");
   const badState = new URL(back);
   badState.searchParams.set("state", "not-the-state");
-  await refused("state", badState, flow.cookie);
+  await refused("state", badState, flow.cookie, /unexpected "state" response parameter value/);
 
   flow = await start();
   back = await atTheProvider(issuer, flow.location, "eve");
   const badIssuer = new URL(back);
   badIssuer.searchParams.set("iss", "http://evil.example");
-  await refused("issuer", badIssuer, flow.cookie);
+  await refused("issuer", badIssuer, flow.cookie, /unexpected "iss" \(issuer\) response parameter value/);
 
   flow = await start();
   back = await atTheProvider(issuer, flow.location, "eve");
-  await refused("no flow cookie (started in another browser)", back);
+  await refused(
+    "no flow cookie (started in another browser)",
+    back,
+    undefined,
+    /no sign-in was started from this browser/,
+  );
 
   // The nonce: the flow's cookie re-signed with the right state and verifier but another nonce
   // (only the server can sign it; this proves the ID token's nonce is checked, not just the cookie).
@@ -164,7 +130,7 @@ t.test("attack: a bad state, nonce or issuer, a code of another client, or no fl
   const raw = decodeURIComponent(flow.cookie.slice("agentmon_oidc=".length));
   const value = JSON.parse(api.app.unsignCookie(raw).value ?? "{}");
   const forged = api.app.signCookie(JSON.stringify({ ...value, nonce: "another-nonce" }));
-  await refused("nonce", back, `agentmon_oidc=${encodeURIComponent(forged)}`);
+  await refused("nonce", back, `agentmon_oidc=${encodeURIComponent(forged)}`, /nonce/);
 
   // The audience: a code the provider issued to agentmon, delivered to the callback of another
   // client (with a flow of the same secrets): that client cannot redeem it.
@@ -173,7 +139,7 @@ t.test("attack: a bad state, nonce or issuer, a code of another client, or no fl
   const other = new URL(back.href.replace("/corp/callback", "/corp-other/callback"));
   const flowValue = JSON.parse(api.app.unsignCookie(decodeURIComponent(flow.cookie.slice(14))).value ?? "{}");
   const otherCookie = api.app.signCookie(JSON.stringify({ ...flowValue, provider: "corp-other" }));
-  await refused("audience", other, `agentmon_oidc=${encodeURIComponent(otherCookie)}`);
+  await refused("audience", other, `agentmon_oidc=${encodeURIComponent(otherCookie)}`, /invalid_grant/);
 
   t.equal(await api.store.userByEmail("eve@corp.example"), undefined, "nobody was made");
   isError(t, await api.inject({ method: "GET", url: "/v2/auth/oidc/nope/start" }), 404, "Not found");
