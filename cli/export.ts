@@ -98,7 +98,7 @@ export async function importCommand(file: string | undefined, flags: ExportFlags
     io.out(
       `Imported ${report.sessions} sessions into project "${name}" (${report.created} new, ${report.existing} already there${
         report.foreign > 0 ? `, ${report.foreign} skipped: another project's` : ""
-      }), ${report.agents} agents, ${report.events} events.`,
+      }), ${report.agents} agents, ${report.events} events, ${report.scores} scores.`,
     );
     if (report.trailer === null) {
       io.err("agentmon: the file has no trailer line: the export was cut short; what it held is imported");

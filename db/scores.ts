@@ -99,6 +99,9 @@ export function scoreConditions(
   if (filter.name !== undefined) where.push(`c.name = ${param(filter.name)}`);
   if (filter.session_id !== undefined) where.push(`s.id = ${param(filter.session_id)}`);
   if (filter.event_id !== undefined) where.push(`c.event_id = ${param(filter.event_id)}`);
+  if (filter.event_ids !== undefined) {
+    where.push(filter.event_ids.length === 0 ? "FALSE" : `c.event_id IN (${filter.event_ids.map(param).join(", ")})`);
+  }
   if (filter.conversation_id !== undefined) where.push(`c.conversation_id = ${param(filter.conversation_id)}`);
   if (filter.source !== undefined) where.push(`c.source = ${param(filter.source)}`);
   if (filter.data_type !== undefined) where.push(`c.data_type = ${param(filter.data_type)}`);

@@ -63,6 +63,8 @@ export interface ScoreFilter {
   name?: string | undefined;
   session_id?: string | undefined;
   event_id?: string | undefined;
+  /** Scores of any of these events (a page of a session's events). */
+  event_ids?: readonly string[] | undefined;
   conversation_id?: string | undefined;
   source?: ScoreSource | undefined;
   data_type?: ScoreDataType | undefined;
@@ -178,3 +180,54 @@ export const authorOfColumn = (column: string): ScoreAuthor => {
   const colon = column.indexOf(":");
   return { type: column.slice(0, colon) as ScoreAuthor["type"], id: column.slice(colon + 1) };
 };
+
+/**
+ * A session filter by a score (GET /v2/sessions `score.<name>=…`): the session (or one of its
+ * events) has a score of `name` that passes every bound given; or, `missing`, has none of that
+ * name. What storage matches it with: scoreFilterJson.
+ */
+export interface ScoreCondition {
+  name: string;
+  /** Numeric bounds, both included. */
+  lo?: number;
+  hi?: number;
+  label?: string;
+  bool?: boolean;
+  missing?: boolean;
+}
+
+/** A JSON number as the filters take it (decision 031's rule: no `+`, leading zeros, `.5` or `3.`). */
+const JSON_NUMBER = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;
+
+/**
+ * `score.<name>=<value>`: `lo..hi` a numeric range (either side may be empty), `true`/`false` a
+ * boolean score, `*` any score of the name, `-` no score of the name, anything else a label.
+ */
+export function readScoreCondition(name: string, text: string): ScoreCondition | { problem: string } {
+  if (text === "-") return { name, missing: true };
+  if (text === "*") return { name };
+  if (text === "true" || text === "false") return { name, bool: text === "true" };
+  const range = text.indexOf("..");
+  if (range < 0) return { name, label: text };
+  const [lo, hi] = [text.slice(0, range), text.slice(range + 2)];
+  if ((lo === "" && hi === "") || [lo, hi].some((side) => side !== "" && !JSON_NUMBER.test(side))) {
+    return { problem: "a range is <min>..<max> with numbers, either side may be left out (0.5.., ..0.2, 0..1)" };
+  }
+  const condition: ScoreCondition = { name };
+  if (lo !== "") condition.lo = Number(lo);
+  if (hi !== "") condition.hi = Number(hi);
+  return condition;
+}
+
+/** The conditions as the storage queries read them: a JSON array of {name, lo, hi, label, bool, missing}, 0/1 for booleans. */
+export const scoreFilterJson = (conditions: readonly ScoreCondition[]) =>
+  JSON.stringify(
+    conditions.map((c) => ({
+      name: c.name,
+      lo: c.lo ?? null,
+      hi: c.hi ?? null,
+      label: c.label ?? null,
+      bool: c.bool === undefined ? null : c.bool ? 1 : 0,
+      missing: c.missing ? 1 : 0,
+    })),
+  );

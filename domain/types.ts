@@ -4,6 +4,7 @@
  * replies from (domain/views.ts).
  */
 
+import type { ScoreCondition } from "./scores.ts";
 import type { SearchMatch, SearchQuery } from "./search.ts";
 import type { Timestamp } from "./timestamps.ts";
 
@@ -240,6 +241,8 @@ export interface SessionFilter {
    * is a JSON number, the boolean when it is true or false; null, objects and arrays never.
    */
   extra?: Record<string, string>;
+  /** Scores the session (or its events) has, or lacks (issue 25; domain/scores.ts ScoreCondition). */
+  scores?: ScoreCondition[];
   /** The session's cost, rounded to 12 decimals as token_cost shows it, within [min_cost, max_cost]. */
   min_cost?: number;
   max_cost?: number;

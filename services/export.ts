@@ -10,6 +10,7 @@ import type { Position, SessionFilter, SessionSnapshot } from "../domain/types.t
 import { exportDocument, readEventView } from "../domain/views.ts";
 import { toOtlp } from "../ingest/otlp/export.ts";
 import { type FilterFields, sessionFilter } from "./reads.ts";
+import { sessionScores } from "./scores.ts";
 
 export const EXPORT_FORMATS = ["ndjson", "csv", "otlp"] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -121,7 +122,7 @@ export async function* exportLines(
   for await (const found of sessionSnapshots(store, projectId, filter)) {
     const chunk =
       format === "ndjson"
-        ? `${JSON.stringify(exportDocument(found))}\n`
+        ? `${JSON.stringify({ ...exportDocument(found), scores: await sessionScores(store, projectId, found.session.id) })}\n`
         : format === "otlp"
           ? `${JSON.stringify(toOtlp(found.events, found.session.id, found.session.extra))}\n`
           : csvRows(found);

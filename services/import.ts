@@ -8,7 +8,8 @@
 import type { Store } from "../db/store.ts";
 import type { ErrorDetail } from "../domain/errors.ts";
 import { newEvent, newSession, readEvent, readSession, requireKind } from "../domain/records.ts";
-import type { Timestamp } from "../domain/timestamps.ts";
+import { readValue, SCORE_DATA_TYPES, type ScoreRecord } from "../domain/scores.ts";
+import { parseTimestamp, type Timestamp } from "../domain/timestamps.ts";
 import type { AgentRecord, CostSource, EventRecord, JsonObject, Kind, NewSession } from "../domain/types.ts";
 
 /** Events per insertEvents call, as create_events allows by default. */
@@ -29,6 +30,7 @@ export interface ImportReport {
   foreign: number;
   agents: number;
   events: number;
+  scores: number;
   /** The trailer's counts, or null when the file has none (an export cut short). */
   trailer: { sessions: number; events: number } | null;
 }
@@ -63,6 +65,38 @@ function eventRecord(view: JsonObject, path: string, line: number, received: Tim
   return record;
 }
 
+const SOURCES = new Set(["api", "annotation", "eval"]);
+const text = (value: unknown) => (typeof value === "string" ? value : null);
+
+/** A score as an export shows it (openapi.yaml Score), back as its record; the session is the line's. */
+function scoreRecord(view: unknown, path: string, line: number, sessionId: string): ScoreRecord {
+  const refuseAt = (field: string, message: string): never => refuse(line, [{ path: `${path}.${field}`, message }]);
+  if (!isObject(view)) return refuseAt("", "is not an object");
+  const id = text(view.id) ?? refuseAt("id", "is required");
+  const name = text(view.name) ?? refuseAt("name", "is required");
+  const dataType = SCORE_DATA_TYPES.find((t) => t === view.data_type) ?? refuseAt("data_type", "is not a data type");
+  const value = readValue(view.value as ScoreRecord["value"], dataType);
+  if ("problem" in value) return refuseAt("value", value.problem);
+  const at = parseTimestamp(text(view.timestamp) ?? "") ?? refuseAt("timestamp", "must be a date-time");
+  const author = isObject(view.author) ? view.author : {};
+  return {
+    id,
+    name,
+    ...value,
+    session_id: sessionId,
+    event_id: text(view.event_id),
+    conversation_id: null,
+    source: SOURCES.has(String(view.source)) ? (view.source as ScoreRecord["source"]) : "api",
+    comment: text(view.comment),
+    author: { type: author.type === "person" ? "person" : "api_key", id: text(author.id) ?? "" },
+    metadata: isObject(view.metadata) ? view.metadata : {},
+    timestamp: at.iso,
+    time_us: at.us,
+    created_at: text(view.created_at) ?? at.iso,
+    updated_at: text(view.updated_at),
+  };
+}
+
 /**
  * One session's writes, in order: the session (left as it is when it is there already; skipped
  * when another project owns its id), its agents, its events.
@@ -74,6 +108,7 @@ async function importSession(
   session: NewSession,
   agents: JsonObject[],
   events: EventRecord[],
+  scores: ScoreRecord[],
   report: ImportReport,
 ) {
   const { created, projectId: owner } = await store.createSession(projectId, session);
@@ -97,6 +132,11 @@ async function importSession(
     await store.insertEvents(projectId, id, events.slice(i, i + EVENTS_PER_CALL));
   }
   report.events += events.length;
+  // Scores after the session is there (issue 25); a score already stored under its id stays (SC6).
+  for (let i = 0; i < scores.length; i += EVENTS_PER_CALL) {
+    await store.insertScores(projectId, scores.slice(i, i + EVENTS_PER_CALL));
+  }
+  report.scores += scores.length;
 }
 
 /**
@@ -119,6 +159,7 @@ export async function importSessions(
     foreign: 0,
     agents: 0,
     events: 0,
+    scores: 0,
     trailer: null,
   };
   // Sessions being written, each by its own chain of calls; a failure stops the reading.
@@ -154,6 +195,8 @@ export async function importSessions(
         if (!isObject(view)) throw new ImportError(`line ${number}: events[${i}] is not an object`);
         return eventRecord(view, `events[${i}]`, number, received);
       });
+      const scoreViews = Array.isArray(doc.scores) ? doc.scores : [];
+      const scores = scoreViews.map((view, i) => scoreRecord(view, `scores[${i}]`, number, id));
 
       report.sessions += 1;
       const task = importSession(
@@ -163,6 +206,7 @@ export async function importSessions(
         newSession(id, read.changes, received),
         agents,
         events,
+        scores,
         report,
       ).catch((error: unknown) => {
         failure ??= { error };

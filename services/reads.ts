@@ -3,6 +3,7 @@ import type { Store } from "../db/store.ts";
 import { type CursorKind, decodeCursor, encodeCursor } from "../domain/cursor.ts";
 import { type ErrorDetail, invalidParameters, invalidRequest, sessionNotFound } from "../domain/errors.ts";
 import { canonicalEndState, END_STATE_RULE, KINDS } from "../domain/records.ts";
+import { readScoreCondition, type ScoreCondition } from "../domain/scores.ts";
 import { parseSearch } from "../domain/search.ts";
 import { parseTimestamp } from "../domain/timestamps.ts";
 import type { Kind, SessionFilter, SessionSort } from "../domain/types.ts";
@@ -51,6 +52,9 @@ export type FilterFields = Pick<
 /** The most extra.<key> filters in one query. */
 const MAX_EXTRA = 20;
 const EXTRA_PREFIX = "extra.";
+/** The most score.<name> filters in one query. */
+const MAX_SCORE_FILTERS = 10;
+const SCORE_PREFIX = "score.";
 
 /** Milliseconds (a decimal string with at most 3 decimals: ajv checked it) as whole microseconds. */
 const microsOf = (ms: string) => {
@@ -87,7 +91,29 @@ export function sessionFilter(fields: FilterFields, where: string, errors: Error
   if (fields.has_errors !== undefined) filter.has_errors = fields.has_errors === true || fields.has_errors === "true";
   const extra = extraFilter(fields, at, errors);
   if (extra) filter.extra = extra;
+  const scores = scoreFilter(fields, at, errors);
+  if (scores.length > 0) filter.scores = scores;
   return filter;
+}
+
+/** The score.<name> filters (issue 25): fields named so in a query. */
+function scoreFilter(fields: FilterFields, at: (name: string) => string, errors: ErrorDetail[]) {
+  const conditions: ScoreCondition[] = [];
+  for (const [field, value] of Object.entries(fields)) {
+    if (!field.startsWith(SCORE_PREFIX)) continue;
+    const name = field.slice(SCORE_PREFIX.length);
+    if (name === "") errors.push({ path: at(field), message: "name a score: score.<name>=<value>" });
+    else if (typeof value !== "string") errors.push({ path: at(field), message: "give one value per score name" });
+    else {
+      const read = readScoreCondition(name, value);
+      if ("problem" in read) errors.push({ path: at(field), message: read.problem });
+      else conditions.push(read);
+    }
+  }
+  if (conditions.length > MAX_SCORE_FILTERS) {
+    errors.push({ path: at("score"), message: `at most ${MAX_SCORE_FILTERS} score.<name> filters` });
+  }
+  return conditions;
 }
 
 /** The extra.<key> filters: fields named so (a query), or the body's `extra` object. */

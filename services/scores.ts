@@ -138,6 +138,31 @@ export const scoreNotFound = (id: string) => notFound(`No score ${id} in this pr
 /** The score as the API answers it (no storage-only fields). */
 export const scoreView = ({ time_us: _, ...score }: ScoreRecord) => score;
 
+/** Scores the session answer lists at most (GET /v2/scores?session_id= pages them all). */
+export const SESSION_SCORES = 1000;
+
+/** The session's scores and its events', newest first: `limit` of them, or every one (paged). */
+export async function sessionScores(store: Store, projectId: string, sessionId: string, limit?: number) {
+  const scores: ScoreRecord[] = [];
+  let after: { init_us: number; id: string } | undefined;
+  for (;;) {
+    const want = limit === undefined ? SESSION_SCORES : Math.min(SESSION_SCORES, limit - scores.length);
+    const page = await store.listScores(projectId, { session_id: sessionId }, after, want);
+    scores.push(...page);
+    const last = page.at(-1);
+    if (page.length < want || !last || (limit !== undefined && scores.length >= limit)) break;
+    after = { init_us: last.time_us, id: last.id };
+  }
+  return scores.map(scoreView);
+}
+
+/** The scores of these events of the session, newest first. */
+export async function eventScores(store: Store, projectId: string, sessionId: string, eventIds: string[]) {
+  if (eventIds.length === 0) return [];
+  const found = await store.listScores(projectId, { session_id: sessionId, event_ids: eventIds }, undefined, 100_000);
+  return found.map(scoreView);
+}
+
 export async function getScore(store: Store, projectId: string, id: string) {
   const score = await store.getScore(projectId, id);
   if (!score) throw scoreNotFound(id);

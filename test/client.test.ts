@@ -326,3 +326,30 @@ t.test("the raw client is openapi-fetch typed by openapi.yaml, with the API key"
   t.equal(refused.response.status, 401, "without a key, no key is sent");
   t.equal(refused.error?.error, "Invalid API key", "the error body is typed");
 });
+
+t.test("scores through the client: with the session's JWT and with the API key, listed back", async (t) => {
+  const baseUrl = await serve(t);
+  const client = agentmon({ baseUrl, apiKey: API_KEY });
+  const session = await client.startSession({ id: "client-scored" });
+  await session.recordEvent({ type: "llm", id: "answer" });
+  const [byJwt] = await session.score({ id: "s-jwt", name: "helpful", value: true, event_id: "answer" });
+  t.equal(byJwt, "s-jwt");
+  const ids = await client.score([
+    { id: "s-key", name: "quality", value: 0.75, session_id: "client-scored", source: "eval" },
+    { id: "s-conv", name: "tone", value: "kind", conversation_id: "c-1" },
+  ]);
+  t.same(ids, ["s-key", "s-conv"]);
+  const listed = [];
+  for await (const score of client.scores({ session_id: "client-scored", limit: 1 })) listed.push(score.id);
+  t.same(listed.sort(), ["s-jwt", "s-key"], "every page");
+  const got = await client.getSession("client-scored");
+  t.match(
+    got.scores.find((s) => s.id === "s-jwt"),
+    { event_id: "answer", data_type: "boolean", value: true },
+  );
+  const refused = await rejection(
+    t,
+    client.score({ name: "quality", value: "x", data_type: "numeric", session_id: "client-scored" }),
+  );
+  t.equal(refused.status, 400);
+});

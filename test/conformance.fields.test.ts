@@ -86,7 +86,7 @@ t.test("the layer refuses an undocumented property, status or media type, and ac
   };
   t.equal(
     answer(
-      { status: "success", session, stats: STATS, agents: [], session_url: "u" },
+      { status: "success", session, stats: STATS, agents: [], scores: [], session_url: "u" },
       200,
       "application/json",
       "/v2/sessions/s",
@@ -227,7 +227,29 @@ t.test("every optional field of every JSON answer appears in some answer", async
     await api.withJwt("/v2/update_session", { session: { id: TRACE_SESSION, end_state: "Success" } }, traceJwt),
   );
 
+  // Scores (issue 25): every field of a Score answered (a comment, an event, a conversation's).
+  await ok(
+    "scores",
+    await api.withKey("/v2/scores", {
+      scores: [
+        { id: "fields-1", name: "quality", value: 0.5, session_id: "v2-session", event_id: "e", comment: "c" },
+        { id: "fields-2", name: "tone", value: "kind", conversation_id: "conv-42", metadata: { a: 1 } },
+      ],
+    }),
+  );
+  await ok(
+    "update a score",
+    await api.inject({
+      method: "PATCH",
+      url: "/v2/scores/fields-1",
+      headers: { ...key, "content-type": "application/json" },
+      payload: JSON.stringify({ value: 0.7 }),
+    }),
+  );
+
   const reads = [
+    "/v2/scores",
+    "/v2/scores/fields-1",
     `/v2/sessions/${TRACE_SESSION}`,
     `/v2/sessions?conversation_id=conv-42`,
     "/v2/sessions?q=kumquat",

@@ -59,7 +59,7 @@ t.test("events are returned as they were sent (G5), with cost_source on llm even
   ];
   await createEvents(api, jwt, sent);
   const res = await read(api, "/v2/sessions/g5/events");
-  const events = isSuccess(t, res, ["events", "next_cursor"]).events;
+  const events = isSuccess(t, res, ["events", "scores", "next_cursor"]).events;
   t.strictSame(events, [
     {
       id: "t1",

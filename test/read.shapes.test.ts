@@ -67,13 +67,20 @@ t.test("each read operation answers exactly its documented shape", async (t) => 
   });
   t.test("GET /v2/sessions/{id}: session, stats, agents (by id, extras kept), session_url", async (t) => {
     const res = await read(api, "/v2/sessions/shape");
-    isSuccess(t, res, ["session", "stats", "agents", "session_url"]);
-    isAnswer(t, res, 200, { status: "success", session, stats, agents, session_url: `${SESSION_URL}shape` });
+    isSuccess(t, res, ["session", "stats", "agents", "scores", "session_url"]);
+    isAnswer(t, res, 200, {
+      status: "success",
+      session,
+      stats,
+      agents,
+      scores: [],
+      session_url: `${SESSION_URL}shape`,
+    });
   });
   t.test("GET /v2/sessions/{id}/events: events and next_cursor", async (t) => {
     const res = await read(api, "/v2/sessions/shape/events");
-    isSuccess(t, res, ["events", "next_cursor"]);
-    isAnswer(t, res, 200, { status: "success", events: [event], next_cursor: null });
+    isSuccess(t, res, ["events", "scores", "next_cursor"]);
+    isAnswer(t, res, 200, { status: "success", events: [event], scores: [], next_cursor: null });
   });
   t.test("GET /v2/sessions/{id}/stats: stats", async (t) => {
     const res = await read(api, "/v2/sessions/shape/stats");
@@ -82,8 +89,8 @@ t.test("each read operation answers exactly its documented shape", async (t) => 
   });
   t.test("GET /v2/sessions/{id}/export: session, stats, agents, events", async (t) => {
     const res = await read(api, "/v2/sessions/shape/export");
-    isSuccess(t, res, ["session", "stats", "agents", "events"]);
-    isAnswer(t, res, 200, { status: "success", session, stats, agents, events: [event] });
+    isSuccess(t, res, ["session", "stats", "agents", "events", "scores"]);
+    isAnswer(t, res, 200, { status: "success", session, stats, agents, events: [event], scores: [] });
   });
   t.test("DELETE /v2/sessions/{id}: status only", async (t) => {
     const res = await read(api, "/v2/sessions/shape", API_KEY, "DELETE");

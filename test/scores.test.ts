@@ -362,3 +362,146 @@ t.test("scores go with their session: delete, bulk delete", async (t) => {
   const left = (await get(api, "/v2/scores")).json().scores.map((s: { id: string }) => s.id);
   t.same(left.sort(), ["c", "k"]);
 });
+
+t.test(
+  "GET /v2/sessions filters by score: ranges, labels, booleans, any, none; analytics and export alike",
+  async (t) => {
+    const api = await app(t);
+    for (const id of ["a", "b", "c", "d"]) await api.session(id, { init_timestamp: "2026-11-20T10:00:00Z" });
+    isSuccess(
+      t,
+      await score(api, [
+        { name: "quality", value: 0.9, session_id: "a" },
+        { name: "quality", value: 0.2, session_id: "b" },
+        { name: "quality", value: 0.6, session_id: "c", event_id: "e-1" },
+        { name: "verdict", value: "right", session_id: "a" },
+        { name: "verdict", value: "wrong", session_id: "b" },
+        { name: "ok", value: true, session_id: "c" },
+        { name: "ok", value: false, session_id: "d" },
+      ]),
+      ["score_ids"],
+    );
+    const ids = async (query: string) => {
+      const res = await get(api, `/v2/sessions?${query}`);
+      t.equal(res.statusCode, 200, `${query}: ${res.body.slice(0, 200)}`);
+      return (res.json().sessions as { session: { id: string } }[]).map((s) => s.session.id).sort();
+    };
+    t.same(await ids("score.quality=0.5.."), ["a", "c"], "at least, an event's score counting for its session");
+    t.same(await ids("score.quality=..0.6"), ["b", "c"], "at most, both bounds included");
+    t.same(await ids("score.quality=0.5..0.7"), ["c"]);
+    t.same(await ids("score.verdict=right"), ["a"]);
+    t.same(await ids("score.ok=true"), ["c"]);
+    t.same(await ids("score.ok=false"), ["d"]);
+    t.same(await ids("score.quality=*"), ["a", "b", "c"]);
+    t.same(await ids("score.quality=-"), ["d"], "sessions without the score");
+    t.same(await ids("score.quality=0..1&score.verdict=wrong"), ["b"], "every filter must match");
+    t.same(await ids("score.verdict=0.5.."), [], "a range never matches a label");
+    for (const bad of ["score.quality=..", "score.quality=1..x", "score.=1", "score.quality=%2B1.."]) {
+      isError(t, await get(api, `/v2/sessions?${bad}`), 400, "Invalid request");
+    }
+    const series = await get(
+      api,
+      "/v2/analytics/timeseries?bucket=day&from=2026-11-20T00:00:00Z&to=2026-11-21T00:00:00Z&score.quality=0.5..",
+    );
+    t.equal(series.statusCode, 200, series.body.slice(0, 300));
+    t.equal(series.json().points[0].sessions, 2, "analytics filter by score too");
+    const exported = await get(api, "/v2/export?format=ndjson&score.quality=-");
+    t.equal(exported.statusCode, 200);
+    t.same(
+      exported.body
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line))
+        .filter((line) => line.session)
+        .map((line) => line.session.id),
+      ["d"],
+    );
+  },
+);
+
+t.test("scores in the session answer, the events page and the export; import stores them back", async (t) => {
+  const api = await app(t);
+  const jwt = await api.session("r-1");
+  await api.withJwt(
+    "/v2/create_events",
+    {
+      events: [
+        { type: "llm", id: "e-1", init_timestamp: "2026-11-20T10:00:01Z" },
+        { type: "tool", id: "e-2", init_timestamp: "2026-11-20T10:00:02Z" },
+      ],
+    },
+    jwt,
+  );
+  isSuccess(
+    t,
+    await score(api, [
+      { id: "on-session", name: "overall", value: "good", session_id: "r-1", timestamp: "2026-11-20T10:00:09Z" },
+      {
+        id: "on-e1",
+        name: "correct",
+        value: true,
+        session_id: "r-1",
+        event_id: "e-1",
+        timestamp: "2026-11-20T10:00:08Z",
+      },
+      { id: "on-e2", name: "speed", value: 3, session_id: "r-1", event_id: "e-2", metadata: { by: "judge" } },
+    ]),
+    ["score_ids"],
+  );
+  const session = isSuccess(t, await get(api, "/v2/sessions/r-1"), [
+    "session",
+    "stats",
+    "agents",
+    "scores",
+    "session_url",
+  ]);
+  t.same(
+    session.scores.map((s: { id: string }) => s.id).sort(),
+    ["on-e1", "on-e2", "on-session"],
+    "the session's and its events'",
+  );
+  const page = (await get(api, "/v2/sessions/r-1/events?limit=1")).json();
+  t.same(
+    page.events.map((e: { id: string }) => e.id),
+    ["e-1"],
+  );
+  t.same(
+    page.scores.map((s: { id: string }) => s.id),
+    ["on-e1"],
+    "the page's events' scores",
+  );
+  const whole = (await get(api, "/v2/sessions/r-1/export")).json();
+  t.equal(whole.scores.length, 3);
+
+  const ndjson = (await get(api, "/v2/export?format=ndjson")).body;
+  const line = ndjson.split("\n").find((l) => l.includes('"r-1"')) as string;
+  t.same(JSON.parse(line).scores.length, 3, "the NDJSON line carries the scores");
+  // Into another project, as `agentmon import` does.
+  const { importSessions } = await import("../services/import.ts");
+  const keys = await api.store.listApiKeys();
+  const other = keys.find((k) => k.project_name !== "default")?.project_id as string;
+  const mine = keys.find((k) => k.project_name === "default")?.project_id as string;
+  t.equal(await api.store.deleteSession(mine, "r-1"), true);
+  async function* lines() {
+    yield line;
+  }
+  const report = await importSessions(api.store, other, lines(), { iso: "2026-11-21T00:00:00Z", us: 0 });
+  t.equal(report.scores, 3);
+  const back = (await get(api, "/v2/scores?session_id=r-1", OTHER_PROJECT_KEY)).json().scores as {
+    id: string;
+    value: unknown;
+    metadata: unknown;
+  }[];
+  t.same(back.map((s) => s.id).sort(), ["on-e1", "on-e2", "on-session"]);
+  t.same(
+    back.find((s) => s.id === "on-e2"),
+    { ...back.find((s) => s.id === "on-e2"), value: 3, metadata: { by: "judge" } },
+  );
+  const again = await importSessions(api.store, other, lines(), { iso: "2026-11-21T00:00:00Z", us: 0 });
+  t.equal(again.scores, 3, "a second import reads them");
+  t.equal(
+    (await get(api, "/v2/scores?session_id=r-1", OTHER_PROJECT_KEY)).json().scores.length,
+    3,
+    "and stores none twice",
+  );
+});

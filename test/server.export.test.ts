@@ -100,14 +100,18 @@ t.test("export → import into an empty database: the same read-API answers; twi
   await seedKeys(target, "default", [API_KEY]);
   r = await run(["import", file], target);
   t.equal(r.code, 0, r.err.join("\n"));
-  t.strictSame(r.out, ['Imported 4 sessions into project "default" (4 new, 0 already there), 2 agents, 9 events.']);
+  t.strictSame(r.out, [
+    'Imported 4 sessions into project "default" (4 new, 0 already there), 2 agents, 9 events, 0 scores.',
+  ]);
   const to = await build(t, { dbPath: target });
   const expected = await answers(from);
   t.strictSame(await answers(to), expected, "the same answers, field for field");
 
   r = await run(["import", file], target);
   t.equal(r.code, 0);
-  t.strictSame(r.out, ['Imported 4 sessions into project "default" (0 new, 4 already there), 2 agents, 9 events.']);
+  t.strictSame(r.out, [
+    'Imported 4 sessions into project "default" (0 new, 4 already there), 2 agents, 9 events, 0 scores.',
+  ]);
   t.strictSame(await answers(to), expected, "a second import changed nothing");
 
   const again = join(dir, "again.ndjson");

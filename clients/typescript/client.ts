@@ -14,10 +14,14 @@ import type {
   ExportSessionResponse,
   GetSessionResponse,
   ListEventsQuery,
+  ListScoresQuery,
   ListSessionEventsResponse,
   ListSessionsQuery,
   ListSessionsResponse,
   OtlpJsonExport,
+  Score,
+  ScoreInput,
+  ScorePage,
   SessionInput,
   SessionListItem,
   Stats,
@@ -169,6 +173,30 @@ export class Agentmon {
   async deleteSession(id: string): Promise<void> {
     unwrap(await this.raw.DELETE("/v2/sessions/{session_id}", { params: { path: { session_id: id } } }));
   }
+
+  /**
+   * Records scores of sessions, events or conversations with the API key (scope `ingest` or
+   * `annotate`), all or none (SC1); answers their ids in order. Give `id`s to make a retry safe (SC6).
+   */
+  async score(scores: ScoreInput | ScoreInput[]): Promise<string[]> {
+    const body = { scores: Array.isArray(scores) ? scores : [scores] };
+    return unwrap(await this.raw.POST("/v2/scores", { body })).score_ids;
+  }
+
+  /** One page of the project's scores, newest first. */
+  async listScores(query: ListScoresQuery = {}): Promise<ScorePage> {
+    return unwrap(await this.raw.GET("/v2/scores", { params: { query } }));
+  }
+
+  /** Every score the filters match, newest first, page after page. */
+  async *scores(query: Omit<ListScoresQuery, "cursor"> = {}): AsyncGenerator<Score> {
+    let cursor: string | null = null;
+    do {
+      const page: ScorePage = await this.listScores(cursor === null ? query : { ...query, cursor });
+      yield* page.scores;
+      cursor = page.next_cursor;
+    } while (cursor !== null);
+  }
 }
 
 /**
@@ -221,6 +249,18 @@ export class AgentmonSession {
     const body = { events: changes };
     const answer = await this.#withJwt((headers) => this.#raw.POST("/v2/update_events", { body, headers }));
     return answer.updated;
+  }
+
+  /**
+   * Scores this session or one of its events with the session's JWT (SC2): `session_id` is this
+   * session; answers the scores' ids in order.
+   */
+  async score(
+    scores: Omit<ScoreInput, "session_id" | "conversation_id"> | Omit<ScoreInput, "session_id" | "conversation_id">[],
+  ): Promise<string[]> {
+    const body = { scores: (Array.isArray(scores) ? scores : [scores]).map((s) => ({ ...s, session_id: this.id })) };
+    const answer = await this.#withJwt((headers) => this.#raw.POST("/v2/scores", { body, headers }));
+    return answer.score_ids;
   }
 
   /** Registers an agent, or renames it (E7); answers its id. */

@@ -51,6 +51,13 @@ export type ListSessionEventsResponse = Schemas["ListSessionEventsResponse"];
 export type ExportSessionResponse = Schemas["ExportSessionResponse"];
 export type OtlpJsonExport = Schemas["OtlpJsonRequest"];
 
+/** A score to record (issue 25, SC1-SC7): `name`, `value` and its target; see openapi.yaml ScoreInput. */
+export type ScoreInput = Schemas["ScoreInput"];
+export type Score = Schemas["Score"];
+export type ScorePage = Schemas["ScorePage"];
+/** The filters and page of `GET /v2/scores`. */
+export type ListScoresQuery = NonNullable<operations["listScores"]["parameters"]["query"]>;
+
 /** The filters and page of `GET /v2/sessions`. */
 export type ListSessionsQuery = NonNullable<operations["listSessions"]["parameters"]["query"]>;
 /** The filter and page of `GET /v2/sessions/{session_id}/events`. */

@@ -1,6 +1,7 @@
 /** Sessions on PostgreSQL: create, read with totals, update under a row lock, list, delete. */
 import type pg from "pg";
 import { extraFilterJson } from "../../domain/extra.ts";
+import { scoreFilterJson } from "../../domain/scores.ts";
 import type { SearchMatch, SearchQuery } from "../../domain/search.ts";
 import {
   DEFAULT_SORT,
@@ -236,6 +237,17 @@ export function conditions(projectId: string, filter: SessionFilter, after: Posi
         WHEN 'string' THEN s.extra::json ->> w.key = w.value ->> 0
         WHEN 'number' THEN (s.extra::json ->> w.key)::numeric = (w.value ->> 1)::numeric
         WHEN 'boolean' THEN s.extra::json ->> w.key = w.value ->> 0 END) = ${p(extra.length)}`);
+  }
+  if (filter.scores !== undefined && filter.scores.length > 0) {
+    // Issue 25: no condition fails (domain/scores.ts scoreFilterJson): for each, whether the
+    // session has a score of its name passing its bounds must differ from `missing`.
+    where.push(`NOT EXISTS (SELECT 1 FROM json_array_elements(${p(scoreFilterJson(filter.scores))}::json) f
+      WHERE (f ->> 'missing')::int = (EXISTS (SELECT 1 FROM scores c WHERE c.session_pk = s.pk
+        AND c.name = f ->> 'name'
+        AND (f ->> 'lo' IS NULL OR (c.data_type = 'numeric' AND c.num >= (f ->> 'lo')::float8))
+        AND (f ->> 'hi' IS NULL OR (c.data_type = 'numeric' AND c.num <= (f ->> 'hi')::float8))
+        AND (f ->> 'label' IS NULL OR (c.data_type = 'categorical' AND c.label = f ->> 'label'))
+        AND (f ->> 'bool' IS NULL OR (c.data_type = 'boolean' AND c.num = (f ->> 'bool')::float8))))::int)`);
   }
   if (filter.min_cost !== undefined) where.push(`round(s.cost::numeric, 12) >= ${p(filter.min_cost)}`);
   if (filter.max_cost !== undefined) where.push(`round(s.cost::numeric, 12) <= ${p(filter.max_cost)}`);

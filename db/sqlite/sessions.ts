@@ -1,6 +1,8 @@
 /** Sessions: create, read with totals, update, list with filters and keyset pages, delete. */
+
 import type Database from "better-sqlite3";
 import { extraFilterJson } from "../../domain/extra.ts";
+import { scoreFilterJson } from "../../domain/scores.ts";
 import {
   DEFAULT_SORT,
   type DeleteBatch,
@@ -78,6 +80,14 @@ const CONDITIONS = {
   q: searchCondition(false),
   q_phrases: searchCondition(true),
   conversation_id: "s.conversation_id = @conversation_id",
+  // Issue 25: no condition of @scores (domain/scores.ts scoreFilterJson) fails: for each, whether
+  // the session has a score of its name passing its bounds must differ from `missing`.
+  scores: `NOT EXISTS (SELECT 1 FROM json_each(@scores) f WHERE f.value ->> 'missing' = EXISTS (
+          SELECT 1 FROM scores c WHERE c.session_pk = s.pk AND c.name = f.value ->> 'name'
+            AND (f.value ->> 'lo' IS NULL OR (c.data_type = 'numeric' AND c.num >= f.value ->> 'lo'))
+            AND (f.value ->> 'hi' IS NULL OR (c.data_type = 'numeric' AND c.num <= f.value ->> 'hi'))
+            AND (f.value ->> 'label' IS NULL OR (c.data_type = 'categorical' AND c.label = f.value ->> 'label'))
+            AND (f.value ->> 'bool' IS NULL OR (c.data_type = 'boolean' AND c.num = f.value ->> 'bool'))))`,
   // Retention: the last activity (start, end, every event's init and end) is before @idle_us.
   idle: `s.init_us < @idle_us AND (s.end_timestamp IS NULL OR ${usOf("s.end_timestamp")} < @idle_us)
           AND NOT EXISTS (SELECT 1 FROM events e WHERE e.session_pk = s.pk
@@ -140,6 +150,8 @@ function listQuery(
   if (extra.length > 0) {
     add("extra", { extra: extraFilterJson(Object.fromEntries(extra)), extra_count: extra.length });
   }
+  if (filter.scores !== undefined && filter.scores.length > 0)
+    add("scores", { scores: scoreFilterJson(filter.scores) });
   if (filter.min_cost !== undefined) add("min_cost", { min_cost: filter.min_cost });
   if (filter.max_cost !== undefined) add("max_cost", { max_cost: filter.max_cost });
   if (filter.min_duration_us !== undefined) add("min_duration", { min_duration_us: filter.min_duration_us });

@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 db69f5911357535308ed321b93f5993a74156785723663ff679e78653a62ebdc. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 1810b95f5767476e7255611430287afdc299b88653f846855e1e99062287d8b9. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -357,6 +357,14 @@ export interface paths {
          *       included, compared with `stats.duration_ms`;
          *     - `has_errors`: `true`, sessions with at least one error event (`stats.error_count > 0`);
          *       `false`, sessions with none.
+         *     - `score.<name>=<value>`, repeatable with different names (at most 10; issue 25): the
+         *       session has a score of that name (its own or one of its events') whose value passes:
+         *       `<min>..<max>` a numeric score within both bounds, included (either may be left out:
+         *       `0.5..`, `..0.2`; JSON numbers), `true` or `false` a boolean score of that value, `*`
+         *       any score of the name, `-` no score of the name (sessions without it), anything else a
+         *       categorical score with exactly that label (so a label `-`, `*`, `true`, `false` or one
+         *       holding `..` cannot be asked for this way). A bad range, or `score.` with no name, is a
+         *       400 naming the parameter. The same filters apply to analytics and exports.
          *
          *     **Order** (`sort`, `order`): `sort=start_time` (the default: `init_timestamp`),
          *     `duration` (`stats.duration_ms`), `cost` (`stats.cost`), `tokens` (`stats.prompt_tokens +
@@ -2539,6 +2547,8 @@ export interface components {
             session: components["schemas"]["Session"];
             stats: components["schemas"]["Stats"];
             agents: components["schemas"]["Agent"][];
+            /** @description The session's scores and its events' (issue 25), newest first; at most 1000 (`GET /v2/scores?session_id=` pages them all). */
+            scores: components["schemas"]["Score"][];
             session_url: string;
         };
         /**
@@ -2592,6 +2602,8 @@ export interface components {
             /** @constant */
             status: "success";
             events: components["schemas"]["StoredEvent"][];
+            /** @description The scores of this page's events (by `event_id`), newest first. */
+            scores: components["schemas"]["Score"][];
             next_cursor: components["schemas"]["NextCursor"];
         };
         SessionStatsResponse: {
@@ -2607,6 +2619,8 @@ export interface components {
             agents: components["schemas"]["Agent"][];
             /** @description Every event of the session, ordered by `init_timestamp`, then `id`. */
             events: components["schemas"]["StoredEvent"][];
+            /** @description Every score of the session and of its events (issue 25), newest first; `agentmon import` stores them back. */
+            scores: components["schemas"]["Score"][];
         };
         /**
          * @description An OTLP/JSON export request (T11): `resourceSpans` (traces) or `resourceLogs` (logs), as the
@@ -4536,6 +4550,7 @@ export interface operations {
                      *           "name": "realclient-driver-agent"
                      *         }
                      *       ],
+                     *       "scores": [],
                      *       "session_url": "http://127.0.0.1:3000/sessions/79f6fc6b-8463-4bc7-8a68-c3f84a2c9423"
                      *     }
                      */
@@ -4677,6 +4692,7 @@ export interface operations {
                      *           "returns": "4"
                      *         }
                      *       ],
+                     *       "scores": [],
                      *       "next_cursor": null
                      *     }
                      */
@@ -4807,6 +4823,7 @@ export interface operations {
                      *         "last_event_at": "2026-11-22T05:09:43.653822Z"
                      *       },
                      *       "agents": [],
+                     *       "scores": [],
                      *       "events": [
                      *         {
                      *           "id": "92f31146-4cad-47e4-b68b-852941700232",
