@@ -61,10 +61,12 @@ t.test("keys create --scope: the key can do exactly that (4.7); without it, all 
   t.equal(read.code, 0, "any case, spaces, repeats and an empty item are fine");
   t.match(read.err.join("\n"), /with scope read\./);
   const spelled = await run(["keys", "create", "--scope", "all"], db);
-  t.equal(spelled.code, 0, "all is the three");
+  t.equal(spelled.code, 0, "all is every scope");
+  const annotate = await run(["keys", "create", "--scope", "annotate"], db);
+  t.equal(annotate.code, 0, "annotate alone (issue 25)");
   t.same(
     (await keysIn(db)).map((k) => k.scopes),
-    [["ingest", "read", "admin"], ["ingest", "read"], ["read"], ["ingest", "read", "admin"]],
+    [["ingest", "read", "admin"], ["ingest", "read"], ["read"], ["ingest", "read", "admin", "annotate"], ["annotate"]],
     "stored as asked",
   );
   const list = await run(["keys", "list"], db);
@@ -98,7 +100,7 @@ t.test("keys create --scope: the key can do exactly that (4.7); without it, all 
 t.test("keys create with a bad --scope: exit 1 with one clear line, no key made", async (t) => {
   const db = join(tempDir(t), "keys.db");
   for (const [given, pattern] of [
-    ["write", /unknown scope "write": the scopes are ingest, read, admin \(or all\)/],
+    ["write", /unknown scope "write": the scopes are ingest, read, admin, annotate \(or all\)/],
     ["read,Delete,x", /unknown scope "delete", "x"/],
     ["", /no scope given/],
     [" , ", /no scope given/],
