@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 1810b95f5767476e7255611430287afdc299b88653f846855e1e99062287d8b9. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 a6771e6389f1b242b854592d53617bff6f4305f185e161fdbea248678d3eb785. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -1752,7 +1752,7 @@ export interface components {
         ScoreDataType: "numeric" | "categorical" | "boolean";
         /** @enum {string} */
         ScoreSource: "api" | "annotation" | "eval";
-        /** @description A number (numeric), a label (categorical) or true/false (boolean); see SC4. */
+        /** @description A number (numeric), a label of 1 to 200 characters (categorical) or true/false (boolean); see SC4. */
         ScoreValue: number | string | boolean;
         /** @description Anything the client wants kept with the score, stored as sent. */
         ScoreMetadata: {
@@ -1767,13 +1767,24 @@ export interface components {
             id?: components["schemas"]["NullableId"];
             name: string;
             value: components["schemas"]["ScoreValue"];
-            data_type?: components["schemas"]["ScoreDataType"] | null;
+            /**
+             * @description The value's data type (SC4); when absent or null, the value's JSON type says it.
+             * @enum {string|null}
+             */
+            data_type?: "numeric" | "categorical" | "boolean" | null;
             session_id?: components["schemas"]["NullableId"];
             event_id?: components["schemas"]["NullableId"];
             conversation_id?: components["schemas"]["NullableId"];
-            source?: components["schemas"]["ScoreSource"] | null;
+            /**
+             * @description Who judged (SC7); `api` when absent or null.
+             * @enum {string|null}
+             */
+            source?: "api" | "annotation" | "eval" | null;
             comment?: string | null;
-            metadata?: components["schemas"]["ScoreMetadata"] | null;
+            /** @description Anything the client wants kept with the score, stored as sent; `{}` when absent or null. */
+            metadata?: {
+                [key: string]: unknown;
+            } | null;
             timestamp?: components["schemas"]["Timestamp"];
         };
         CreateScoresRequest: {
@@ -1835,6 +1846,7 @@ export interface components {
             data_type: components["schemas"]["ScoreDataType"];
             min?: number | null;
             max?: number | null;
+            /** @description The labels a categorical score may have; a label given twice is kept once. */
             categories?: string[] | null;
             description?: string | null;
         };
@@ -6267,7 +6279,9 @@ export interface operations {
             401: components["responses"]["InvalidApiKey"];
             403: components["responses"]["MissingScope"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
             414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

@@ -271,7 +271,7 @@ export async function putScoreConfig(
     data_type: request.data_type,
     min: request.min ?? null,
     max: request.max ?? null,
-    categories: request.categories ?? null,
+    categories: request.categories ? [...new Set(request.categories)] : null,
     description: request.description ?? null,
     created_at: now,
     updated_at: now,

@@ -65,6 +65,7 @@ t.test("many sessions in one transaction: far fewer commits than write calls", a
     foreign: 0,
     agents: n,
     events: 2 * n,
+    scores: 0,
     trailer: { sessions: n, events: 2 * n },
   });
   const after = commitsOf(store);

@@ -207,12 +207,17 @@ t.test("SC5: score configs rule the scores of their name", async (t) => {
   isInvalid(t, await put("bad", { data_type: "numeric", min: 2, max: 1 }), ["min"]);
   isInvalid(t, await put("bad", { data_type: "categorical" }), ["categories"]);
   isInvalid(t, await put("bad", { data_type: "boolean", min: 1, categories: ["a"] }), ["min", "categories"]);
-  isInvalid(t, await put("bad", { data_type: "categorical", categories: ["a", "a"] }), ["categories"]);
+  t.same(
+    isSuccess(t, await put("twice", { data_type: "categorical", categories: ["a", "b", "a"] }), ["config"]).config
+      .categories,
+    ["a", "b"],
+    "a label given twice is kept once",
+  );
   isInvalid(t, await put("bad", { data_type: "numeric", extra: 1 }), ["extra"]);
   const list = isSuccess(t, await get(api, "/v2/score-configs"), ["configs"]).configs;
   t.same(
     list.map((c: { name: string }) => c.name),
-    ["ok", "quality", "verdict"],
+    ["ok", "quality", "twice", "verdict"],
     "by name; the refused ones are not kept",
   );
   // Replacing a config keeps its created_at.
