@@ -1,11 +1,12 @@
 /**
  * The `agentmon` command: `serve`, `keys create|list|revoke`, `prices check|import`,
- * `projects list|set-retention`, `sessions delete`, `users`, `members`, `export`, `import`, `rebuild` and `vacuum`. This is the only module that
+ * `projects list|set-retention`, `sessions delete`, `users`, `members`, `audit export`, `export`, `import`, `rebuild` and `vacuum`. This is the only module that
  * reads the environment and the command line (bin/agentmon.js hands them in); everything else
  * gets its settings passed in.
  */
 import type { Writable } from "node:stream";
 import { parseArgs } from "node:util";
+import { audit } from "./cli/audit.ts";
 import { ConfigError, FLAG_OPTIONS, loadConfig, type Output, USAGE } from "./cli/config.ts";
 import { type ExportFlags, exportCommand, importCommand } from "./cli/export.ts";
 import { keys } from "./cli/keys.ts";
@@ -49,6 +50,7 @@ export async function main(
     if (command === "import") return await importCommand(sub, values as ExportFlags, loadConfig(env, flags), io);
     if (command === "users") return await users(sub, rest, values as UserFlags, loadConfig(env, flags), io);
     if (command === "members") return await members(sub, rest, values as UserFlags, loadConfig(env, flags), io);
+    if (command === "audit") return await audit(sub, rest, values, loadConfig(env, flags), io, stdout);
     if (command === "vacuum") return await vacuum(loadConfig(env, flags), io);
     if (command === "rebuild") return await rebuild(loadConfig(env, flags), io, values.resume === true);
     io.err(USAGE);

@@ -483,10 +483,11 @@ export const USAGE = `Usage:
                  [--redis-url URL] [--retention-days DAYS|forever] [--retention-interval SECONDS]
                  [--cookie-secret S] [--session-hours N] [--login-fail-limit N] [--login-fail-window SECONDS]
                  [--oidc JSON|FILE] [--sso-only true|false] [--smtp-url URL --smtp-from ADDRESS]
-  agentmon keys create [--project NAME] [--scope ingest,read,admin]
+  agentmon keys create [--project NAME] [--scope ingest,read,admin,annotate|all]
                                           create an API key; it is printed once. Scopes (4.7):
                                           ingest (write API, OTLP), read (read API, web UI),
-                                          admin (delete); default: all three
+                                          admin (delete, keys, members, audit), annotate (scores
+                                          only); default: ingest,read,admin; all: the four
   agentmon keys list                      list keys (prefixes, projects, scopes)
   agentmon keys revoke <key-or-prefix>    revoke a key at once
   agentmon prices check                   models of stored llm events that have no price
@@ -514,6 +515,10 @@ export const USAGE = `Usage:
   agentmon members list [--project P]     who has which role in which project
   agentmon members set <project> <email> <viewer|annotator|editor|admin>
   agentmon members remove <project> <email>
+  agentmon audit export [--project NAME] [--out FILE]
+                                          write the audit trail as NDJSON, oldest first, one
+                                          record a line (as GET /v2/audit/export); without
+                                          --project every record, the instance's acts included
   agentmon vacuum                         SQLite: rewrite the file, turning on incremental
                                           auto-vacuum; pauses writes while it runs
   agentmon rebuild [--resume]             make every projection (totals, rollups, search index)
@@ -531,6 +536,9 @@ AGENTMON_METRICS_PORT, AGENTMON_OTLP_GRPC_PORT, AGENTMON_REDIS_URL, AGENTMON_RET
 AGENTMON_COOKIE_SECRET, AGENTMON_SESSION_HOURS, AGENTMON_LOGIN_FAIL_LIMIT, AGENTMON_LOGIN_FAIL_WINDOW,
 AGENTMON_OIDC, AGENTMON_SSO_ONLY, AGENTMON_SMTP_URL, AGENTMON_SMTP_FROM.
 With AGENTMON_SMTP_URL and AGENTMON_SMTP_FROM, users create, invite and reset-link also mail the link.`;
+
+/** The flags of the settings (serve's, and --db/--database-url for every command). */
+export const SETTING_FLAGS: readonly string[] = Object.values(SETTINGS).map((s) => s.flag);
 
 export const FLAG_OPTIONS = {
   ...Object.fromEntries(

@@ -132,13 +132,16 @@ export interface Store {
   /** Appends to the audit trail (never changed or removed); answers the record with its seq. */
   appendAudit(record: NewAudit): Promise<AuditRecord>;
   /**
-   * A page of the audit trail, newest first, after `beforeSeq` when given; only the project's
-   * acts when `projectId` is given (the instance's own acts too when `withInstance`).
+   * A page of the audit trail, newest first, after `beforeSeq` when given; oldest first when
+   * `afterSeq` is given instead (the records whose seq is greater; 0 from the first, as the export
+   * reads it); only the project's acts when `projectId` is given (the instance's own acts too
+   * when `withInstance`).
    */
   listAudit(options: {
     projectId?: string | undefined;
     withInstance?: boolean;
     beforeSeq?: number | undefined;
+    afterSeq?: number | undefined;
     limit: number;
   }): Promise<AuditRecord[]>;
 

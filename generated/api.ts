@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 a6771e6389f1b242b854592d53617bff6f4305f185e161fdbea248678d3eb785. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 4fd6de984e0381b12bd4a79014d1caa98a31fa32c348f6bbddb06e21a0a57709. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -1398,6 +1398,36 @@ export interface paths {
          *     disabled, sign-ins throttled). Paged as the other lists: pass `next_cursor` back.
          */
         get: operations["listAudit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/audit/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export the project's whole audit trail, streamed
+         * @description **People** (decision 035). Every record of the project's audit trail that `listAudit`
+         *     shows (the instance owner: the instance's own acts too), **oldest first**, as NDJSON: one
+         *     `AuditEntry` a line, the object `listAudit` puts in `records`, nothing else (no header, no
+         *     trailer). Written as it is read: the server reads 200 records at a time by `seq` and reads
+         *     the next page only when the client has taken the last (TCP backpressure), so memory stays
+         *     flat however long the trail; a client that closes the connection stops the reading. The
+         *     trail is append-only, so the lines are in `seq` order with nothing removed; acts recorded
+         *     while the export runs may or may not be in it (the last line's `seq` says how far it went).
+         *     The status (200) and headers are sent once the first page is read: a failure later ends
+         *     the transfer abruptly, without its last chunk. `agentmon audit export` writes the same
+         *     lines, for one project or the whole instance.
+         */
+        get: operations["exportAudit"];
         put?: never;
         post?: never;
         delete?: never;
@@ -5707,6 +5737,41 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AuditPage"];
+                };
+            };
+            400: components["responses"]["InvalidQuery"];
+            401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
+            404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    exportAudit: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With a browser session, the project the request acts in (its name). Ignored with an API key, whose project is its own. */
+                "X-Agentmon-Project"?: components["parameters"]["Project"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The records, streamed (chunked), one AuditEntry a line, oldest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {"seq":1,"at":"2026-11-28T04:10:00.000Z","actor":"cli","actor_name":"agentmon CLI","address":"local","action":"key.created","project":"default","target":"48d40ec3…","details":{"scopes":["ingest","read","admin"]}}
+                     *     {"seq":2,"at":"2026-11-28T04:12:31.204Z","actor":"key:48d40ec3","actor_name":"API key 48d40ec3…","address":"10.0.0.7","action":"retention.changed","project":"default","target":null,"details":{"retention_days":30,"before":null}}
+                     */
+                    "application/x-ndjson": string;
                 };
             };
             400: components["responses"]["InvalidQuery"];

@@ -14,6 +14,7 @@ import { createThread } from "./createThread.ts";
 import { deleteScore } from "./deleteScore.ts";
 import { deleteSession } from "./deleteSession.ts";
 import { deleteSessions } from "./deleteSessions.ts";
+import { exportAudit } from "./exportAudit.ts";
 import { exportLogs } from "./exportLogs.ts";
 import { exportMetrics } from "./exportMetrics.ts";
 import { exportSession } from "./exportSession.ts";
@@ -116,6 +117,7 @@ export const createHandlers = (deps: Deps) =>
     createResetLink: createResetLink(deps),
     setUserDisabled: setUserDisabled(deps),
     listAudit: listAudit(deps),
+    exportAudit: exportAudit(deps),
     listSignInMethods: listSignInMethods(deps),
     startOidc: startOidc(deps),
     finishOidc: finishOidc(deps),

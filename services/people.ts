@@ -10,6 +10,7 @@ import { decodeCursor, encodeCursor } from "../domain/cursor.ts";
 import { ApiError, invalidParameters, invalidRequest, notFound, tooManyRequests } from "../domain/errors.ts";
 import {
   type AuditAction,
+  type AuditRecord,
   hashToken,
   isEmailShape,
   newToken,
@@ -289,6 +290,12 @@ const AUDIT_CURSOR_PROBLEM = {
   message: "is not a cursor this operation made; pass next_cursor back as it was given",
 };
 
+/** A record as the API shows it (AuditEntry): the project's name in place of its id. */
+const auditEntry = ({ project_id, ...r }: AuditRecord, names: Map<string, string>) => ({
+  ...r,
+  project: project_id === null ? null : (names.get(project_id) ?? null),
+});
+
 /** A page of the project's audit trail (and the instance's acts, for the owner), newest first. */
 export async function listAudit(
   store: Store,
@@ -301,13 +308,45 @@ export async function listAudit(
   if (query.cursor !== undefined && !after) throw invalidParameters([AUDIT_CURSOR_PROBLEM]);
   const rows = await store.listAudit({ projectId, withInstance, beforeSeq: after?.init_us, limit: limit + 1 });
   const names = new Map((await store.listProjects()).map((p) => [p.id, p.name]));
-  const records = rows.slice(0, limit).map(({ project_id, ...r }) => ({
-    ...r,
-    project: project_id === null ? null : (names.get(project_id) ?? null),
-  }));
+  const records = rows.slice(0, limit).map((r) => auditEntry(r, names));
   const last = records.at(-1);
   const next_cursor = rows.length > limit && last ? encodeCursor("audit", { init_us: last.seq, id: "" }) : null;
   return { records, next_cursor };
+}
+
+/** How many records the export reads at a time. */
+export const AUDIT_EXPORT_PAGE = 200;
+
+/**
+ * The whole audit trail as NDJSON (docs/decisions/035-people.md, "Exporting the trail"): one
+ * AuditEntry per line, oldest first, read a page at a time by seq (never all in memory), each
+ * page asked for only once the last has been taken. `projectId` undefined: every record (the
+ * command line's export); else the project's, with the instance's acts when `withInstance`.
+ * `counts.records` counts the lines made.
+ */
+export async function* auditLines(
+  store: Store,
+  projectId: string | undefined,
+  withInstance: boolean,
+  counts: { records: number } = { records: 0 },
+  pageSize = AUDIT_EXPORT_PAGE,
+): AsyncGenerator<string> {
+  let names = new Map((await store.listProjects()).map((p) => [p.id, p.name]));
+  let afterSeq = 0;
+  for (;;) {
+    const rows = await store.listAudit({ projectId, withInstance, afterSeq, limit: pageSize });
+    // A project made while the export runs: its name is read once more.
+    if (rows.some((r) => r.project_id !== null && !names.has(r.project_id))) {
+      names = new Map((await store.listProjects()).map((p) => [p.id, p.name]));
+    }
+    if (rows.length > 0) {
+      counts.records += rows.length;
+      yield rows.map((r) => `${JSON.stringify(auditEntry(r, names))}\n`).join("");
+    }
+    const last = rows.at(-1);
+    if (last === undefined || rows.length < pageSize) return;
+    afterSeq = last.seq;
+  }
 }
 
 /** Who an API key is in the audit trail. */

@@ -181,6 +181,7 @@ const REQUESTS: Record<string, { ok: number; send: Send }> = {
   },
   createResetLink: { ok: 401, send: post("/v2/people/someone/reset_link", () => ({}), keyHeader) },
   listAudit: { ok: 200, send: get("/v2/audit", keyHeader) },
+  exportAudit: { ok: 200, send: get("/v2/audit/export", keyHeader) },
   // No identity provider is configured here: a 404, whatever the key.
   listSignInMethods: { ok: 200, send: get("/v2/auth/providers", keyHeader) },
   startOidc: { ok: 404, send: get("/v2/auth/oidc/corp/start", keyHeader) },

@@ -202,14 +202,21 @@ export const people = {
   },
   async listAudit(
     db: Queryable,
-    options: { projectId?: string | undefined; withInstance?: boolean; beforeSeq?: number | undefined; limit: number },
+    options: {
+      projectId?: string | undefined;
+      withInstance?: boolean;
+      beforeSeq?: number | undefined;
+      afterSeq?: number | undefined;
+      limit: number;
+    },
   ) {
+    const oldest = options.afterSeq !== undefined;
     const { rows } = await db.query<AuditRow>(
       `SELECT ${AUDIT_COLUMNS} FROM audit
-       WHERE seq < $1 AND ($2::boolean OR project_id = $3 OR ($4::boolean AND project_id IS NULL))
-       ORDER BY seq DESC LIMIT $5`,
+       WHERE seq ${oldest ? ">" : "<"} $1 AND ($2::boolean OR project_id = $3 OR ($4::boolean AND project_id IS NULL))
+       ORDER BY seq ${oldest ? "" : "DESC"} LIMIT $5`,
       [
-        options.beforeSeq ?? Number.MAX_SAFE_INTEGER,
+        oldest ? options.afterSeq : (options.beforeSeq ?? Number.MAX_SAFE_INTEGER),
         options.projectId === undefined,
         options.projectId ?? null,
         options.withInstance === true,

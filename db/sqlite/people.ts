@@ -82,6 +82,11 @@ export function peopleStatements(db: Db) {
        WHERE seq < ? AND (? = 1 OR project_id = ? OR (? = 1 AND project_id IS NULL))
        ORDER BY seq DESC LIMIT ?`,
     ),
+    auditPageOldest: db.prepare<[number, number, string | null, number, number], AuditRow>(
+      `SELECT seq, at, actor, actor_name, address, action, project_id, target, details FROM audit
+       WHERE seq > ? AND (? = 1 OR project_id = ? OR (? = 1 AND project_id IS NULL))
+       ORDER BY seq LIMIT ?`,
+    ),
   };
 
   const user = (id: string) => {
@@ -170,12 +175,14 @@ export function peopleStatements(db: Db) {
       projectId?: string | undefined;
       withInstance?: boolean;
       beforeSeq?: number | undefined;
+      afterSeq?: number | undefined;
       limit: number;
     }) {
       const all = options.projectId === undefined ? 1 : 0;
-      return q.auditPage
+      const oldest = options.afterSeq !== undefined;
+      return (oldest ? q.auditPageOldest : q.auditPage)
         .all(
-          options.beforeSeq ?? Number.MAX_SAFE_INTEGER,
+          oldest ? (options.afterSeq as number) : (options.beforeSeq ?? Number.MAX_SAFE_INTEGER),
           all,
           options.projectId ?? null,
           options.withInstance ? 1 : 0,

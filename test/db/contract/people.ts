@@ -232,5 +232,20 @@ export function peopleContract(t: Test, { fresh }: Fixtures) {
     const first = await store.listAudit({ limit: 2 });
     t.strictSame(first, [made[3], made[2]]);
     t.strictSame(await store.listAudit({ limit: 2, beforeSeq: first[1]?.seq }), [made[1], made[0]], "the next page");
+    // Oldest first, as the export reads it: from seq 0, then after the last seq of a page.
+    const oldest = await store.listAudit({ afterSeq: 0, limit: 3 });
+    t.strictSame(oldest, [made[0], made[1], made[2]], "oldest first");
+    t.strictSame(
+      await store.listAudit({ afterSeq: oldest[2]?.seq, limit: 3 }),
+      [made[3]],
+      "the next page, oldest first",
+    );
+    t.strictSame(await store.listAudit({ afterSeq: made[3]?.seq, limit: 3 }), [], "after the last: nothing");
+    t.strictSame(
+      await store.listAudit({ projectId: p, withInstance: true, afterSeq: 0, limit: 10 }),
+      [made[0], made[2], made[3]],
+      "one project's and the instance's, oldest first",
+    );
+    t.strictSame(await store.listAudit({ projectId: p, afterSeq: made[0]?.seq, limit: 10 }), [made[3]]);
   });
 }
