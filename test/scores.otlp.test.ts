@@ -5,6 +5,8 @@
  * of the right span and session; a result before its span; retries; bad records refused one by
  * one with nothing of them kept; another project's trace refused; score configs obeyed.
  */
+import { readdirSync, readFileSync } from "node:fs";
+import { request as httpRequest } from "node:http";
 import { context, trace } from "@opentelemetry/api";
 import { OTLPLogExporter } from "@opentelemetry/exporter-logs-otlp-http";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
@@ -452,3 +454,68 @@ t.test("a bad evaluation span event does not refuse its span: a warning, no scor
     "the span is stored",
   );
 });
+
+const FIXTURE = new URL("./fixtures/otlp/opentelemetry-js-sdk-logs-0.223.1/evaluations/", import.meta.url);
+const CAPTURED_KEY = "00000000-0000-4000-8000-000000000001";
+
+/** One captured request sent again over a real socket, chunked as the exporter sent it. */
+function replayRequest(base: string, name: string) {
+  const captured = JSON.parse(readFileSync(new URL(name, FIXTURE), "utf8"));
+  const headers: Record<string, string> = { ...captured.headers };
+  if (headers.authorization === `Bearer ${CAPTURED_KEY}`) headers.authorization = `Bearer ${API_KEY}`;
+  const body = readFileSync(new URL(captured.body_files[0], FIXTURE));
+  return new Promise<{ status: number; body: Buffer }>((resolve, reject) => {
+    const req = httpRequest(new URL(captured.path, base), { method: captured.method, headers }, (res) => {
+      const parts: Buffer[] = [];
+      res.on("data", (part: Buffer) => parts.push(part));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(parts) }));
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+t.test(
+  "the recorded wire bytes (JS logs SDK 0.223.1): the results, then their spans, are scores of them",
+  async (t) => {
+    const env = await build(t);
+    const base = await env.app.listen({ port: 0, host: "127.0.0.1" });
+    const ids = JSON.parse(readFileSync(new URL("ids.json", FIXTURE), "utf8"));
+    const sessionId = sessionOf(ids.traceId);
+    const files = readdirSync(FIXTURE)
+      .filter((name) => /^\d\d-.*\.json$/.test(name) && !name.includes(".body."))
+      .sort();
+    t.strictSame(files, ["01-post-v1-logs.json", "02-post-v1-traces.json"]);
+    for (const round of ["sent", "sent again"]) {
+      for (const name of files) {
+        const answer = await replayRequest(base, name);
+        t.equal(answer.status, 200, `${round}: ${name}`);
+        t.ok(answer.body.length === 0 || answer.body.toString("utf8") === "{}", `${name}: nothing refused`);
+      }
+      const scores = await scoresOf(env, `&session_id=${sessionId}`);
+      t.strictSame(
+        scores.map((s) => [s.name, s.data_type, s.value, s.event_id, s.source]).sort(),
+        [
+          ["relevance", "numeric", 0.85, ids.chat, "eval"],
+          ["tone", "categorical", "polite", ids.chat, "eval"],
+          ["tool_call_accuracy", "numeric", 1, ids.tool, "eval"],
+        ],
+        `${round}: three scores, of their spans; the failed evaluation makes none`,
+      );
+      t.match(
+        scores.find((s) => s.name === "relevance"),
+        {
+          session_id: sessionId,
+          comment: "The answer gives the weather in Paris, as asked.",
+          metadata: { "gen_ai.evaluation.score.label": "relevant", "gen_ai.response.id": "chatcmpl-evals-1" },
+        },
+      );
+    }
+    const events = (await get(env, `/v2/sessions/${sessionId}/export`)).json().events as Record<string, any>[];
+    t.ok(
+      [ids.chat, ids.tool].every((id: string) => events.some((e) => e.id === id)),
+      "both judged spans are events of the session",
+    );
+    t.equal((await get(env, `/v2/sessions/${sessionId}`)).json().session.end_state, "Success");
+  },
+);
