@@ -7,7 +7,9 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
+import * as grpc from "@grpc/grpc-js";
 import { context, trace } from "@opentelemetry/api";
+import { OTLPLogExporter as GrpcLogExporter } from "@opentelemetry/exporter-logs-otlp-grpc";
 import { OTLPLogExporter } from "@opentelemetry/exporter-logs-otlp-http";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
 import { resourceFromAttributes } from "@opentelemetry/resources";
@@ -26,6 +28,7 @@ import {
 import t, { type Test } from "tap";
 import { keyPrefix } from "../domain/keys.ts";
 import { API_KEY, build, OTHER_PROJECT_KEY, type TestApp } from "./helper.ts";
+import { grpcAgentmon } from "./otlp.grpc.helpers.ts";
 
 const sessionOf = (traceId: string) =>
   `${traceId.slice(0, 8)}-${traceId.slice(8, 12)}-${traceId.slice(12, 16)}-${traceId.slice(16, 20)}-${traceId.slice(20)}`;
@@ -519,3 +522,19 @@ t.test(
     t.equal((await get(env, `/v2/sessions/${sessionId}`)).json().session.end_state, "Success");
   },
 );
+
+t.test("over OTLP/gRPC, the logs SDK's gRPC exporter: the same scores", async (t) => {
+  const { env, listener } = await grpcAgentmon(t);
+  const metadata = new grpc.Metadata();
+  metadata.set("authorization", `Bearer ${API_KEY}`);
+  const logs = new GrpcLogExporter({ url: listener.url, metadata });
+  t.teardown(() => logs.shutdown());
+  const run = recordRun();
+  t.strictSame(await exportWith(logs, run.records), { code: 0 });
+  t.strictSame(await exportWith(logs, run.records), { code: 0 }, "and again");
+  const scores = await scoresOf(env, `&session_id=${sessionOf(run.traceId)}`);
+  t.strictSame(scores.map((s) => [s.name, s.value, s.event_id]).sort(), [
+    ["relevance", 0.85, run.chatId],
+    ["tone", "polite", run.chatId],
+  ]);
+});
