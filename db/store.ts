@@ -20,7 +20,7 @@ import type {
   UserToken,
   UserWithPassword,
 } from "../domain/people.ts";
-import type { ScoreChanges, ScoreConfigRecord, ScoreFilter, ScoreRecord } from "../domain/scores.ts";
+import type { ScoreChanges, ScoreConfigRecord, ScoreFilter, ScoreRecord, TraceScoresWrite } from "../domain/scores.ts";
 import type {
   AgentRecord,
   ApiKeyRecord,
@@ -271,6 +271,19 @@ export interface Store {
    * A record kept already changes nothing.
    */
   attachSpanRecords(projectId: string, records: SpanRecordWrite[], keyId?: string): Promise<TraceOutcome[]>;
+  /**
+   * T18: OTLP evaluation results, in one transaction: `records` as attachSpanRecords keeps them,
+   * and each trace's scores, its session created (running) when it has none yet, as an early
+   * span's is (T17). A score already stored under its id changes nothing (G8); a trace that is
+   * another project's session is refused ("foreign"), its scores not stored. One outcome per
+   * record and per trace's scores.
+   */
+  ingestEvaluations(
+    projectId: string,
+    records: SpanRecordWrite[],
+    scores: TraceScoresWrite[],
+    keyId?: string,
+  ): Promise<{ records: TraceOutcome[]; scores: TraceOutcome[] }>;
   /**
    * T6: appends text to a session's logs, creating the session (running, from `now`) when there
    * is none; answers the logs' size in bytes, or undefined when the session is another project's.

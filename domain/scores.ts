@@ -36,6 +36,21 @@ export interface ScoreRecord {
   updated_at: string | null;
 }
 
+/**
+ * OTLP evaluation results of one trace (T18): the trace's session is created (running) when it is
+ * not there yet, as for early spans and log records (T17, T3), and the scores stored with it, in
+ * one transaction (Store.ingestEvaluations).
+ */
+export interface TraceScoresWrite {
+  /** The trace id as a UUID. */
+  session_id: string;
+  /** When the earliest of these results happened: a session made by them starts then. */
+  init_timestamp: string;
+  init_us: number;
+  /** `session_id` and `event_id` (the span id, or null) already set. */
+  scores: ScoreRecord[];
+}
+
 /** What PATCH /v2/scores/{score_id} changes, already checked (updateScore). */
 export interface ScoreChanges {
   data_type: ScoreDataType;

@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 4fd6de984e0381b12bd4a79014d1caa98a31fa32c348f6bbddb06e21a0a57709. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 41931b7a729050ba3d4cca3aceaa102445a08b9d4ab0e488a6b6ed5e50be08e0. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -758,11 +758,12 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * OTLP/HTTP traces in (T1, T8-T17)
+         * OTLP/HTTP traces in (T1, T8-T18)
          * @description An `ExportTraceServiceRequest`, as protobuf or OTLP/JSON. Each trace becomes a session of
          *     the credential's project (T12), each span an event (T14). Spans are refused one by one
          *     (T9) and the rest stored in one transaction: a 200 means every span not rejected is
-         *     committed. The answer is in the request's media type.
+         *     committed. Span events `gen_ai.evaluation.result` become scores of their span (T18),
+         *     stored after the spans. The answer is in the request's media type.
          */
         post: operations["exportTraces"];
         delete?: never;
@@ -807,6 +808,8 @@ export interface paths {
          *     that span's event, before or after the span arrives: their messages fill the event's
          *     `prompt` and `completion` when its attributes had none. Other records are accepted and not
          *     stored. A record whose trace is another project's session is rejected (`rejected_log_records`).
+         *     `gen_ai.evaluation.result` records become scores (T18); a bad one is rejected alone,
+         *     with its reason in `error_message`, and nothing of it is kept.
          */
         post: operations["exportLogs"];
         delete?: never;

@@ -5,15 +5,23 @@
  */
 import { ApiError, conflict, sessionNotFound } from "../domain/errors.ts";
 import { priceEvent } from "../domain/prices.ts";
-import { timestampFromMillis } from "../domain/timestamps.ts";
-import type { OtlpClaims, SpanEventRecord } from "../domain/types.ts";
+import {
+  breaksConfig,
+  readValue,
+  type ScoreConfigRecord,
+  type ScoreRecord,
+  type TraceScoresWrite,
+} from "../domain/scores.ts";
+import { type Timestamp, timestampFromMillis } from "../domain/timestamps.ts";
+import type { OtlpClaims, SpanEventRecord, TraceOutcome } from "../domain/types.ts";
 import { otlpBinary } from "../ingest/otlp/binary.ts";
 import { OtlpDecodeError } from "../ingest/otlp/errors.ts";
+import { EVALUATION_EVENT, type Evaluation, readEvaluation } from "../ingest/otlp/evaluations.ts";
 import { readLogsJson, readTracesJson } from "../ingest/otlp/json.ts";
-import { mapLogRecords } from "../ingest/otlp/logs.ts";
+import { evaluationRecords, mapLogRecords } from "../ingest/otlp/logs.ts";
 import { mapTraces, toOtlp, traceIdToSessionId } from "../ingest/otlp/map.ts";
 import { nulInLogs, nulInTraces } from "../ingest/otlp/nul.ts";
-import type { TraceRequest } from "../ingest/otlp/types.ts";
+import type { LogRecord, TraceRequest } from "../ingest/otlp/types.ts";
 import { acceptSpans } from "../ingest/otlp/validate.ts";
 import type { Context } from "./context.ts";
 
@@ -84,8 +92,15 @@ export async function exportTraces(context: Context, claims: OtlpClaims, body: u
   let rejected = checked.rejected;
   let stored = 0;
   const reasons = [...checked.reasons];
+  // T18: the spans' `gen_ai.evaluation.result` events, read before anything is stored.
+  const evaluations = await spanEvaluations(context, claims, checked.request);
   if (writes.length > 0) {
     const outcomes = await context.store.ingestTraces(claims.project_id, writes, claims.key_id);
+    const foreign = new Set(
+      writes.flatMap((write, index) => (outcomes[index] === "foreign" ? [write.session_id] : [])),
+    );
+    const scores = evaluations.writes.filter((write) => !foreign.has(write.session_id));
+    if (scores.length > 0) await context.store.ingestEvaluations(claims.project_id, [], scores, claims.key_id);
     context.counts.ingested("sessions", outcomes.filter((outcome) => outcome === "created").length);
     const counts = spansPerTrace(checked.request);
     for (const spans of counts.values()) stored += spans;
@@ -100,7 +115,19 @@ export async function exportTraces(context: Context, claims: OtlpClaims, body: u
     });
   }
   context.counts.ingested("spans", stored);
-  if (rejected === 0) return {};
+  if (rejected === 0 && evaluations.problems.length === 0) return {};
+  if (rejected === 0) {
+    // A bad evaluation event does not refuse its span (it is kept with it, G5); the answer warns (OTLP: rejected 0 and a message).
+    const shown = evaluations.problems.slice(0, REASONS_SHOWN);
+    const more =
+      evaluations.problems.length > shown.length ? `; and ${evaluations.problems.length - shown.length} more` : "";
+    return {
+      partialSuccess: {
+        rejectedSpans: "0",
+        errorMessage: `every span was stored; ${evaluations.problems.length} ${EVALUATION_EVENT} span event${evaluations.problems.length === 1 ? " makes" : "s make"} no score: ${shown.join("; ")}${more}`,
+      },
+    };
+  }
   context.counts.rejected("spans", rejected);
   const shown = reasons.slice(0, REASONS_SHOWN);
   const more = reasons.length > shown.length ? `; and ${reasons.length - shown.length} more` : "";
@@ -147,18 +174,66 @@ export async function exportLogs(context: Context, claims: OtlpClaims, body: unk
     "ExportLogsServiceRequest",
   );
   refuseNul(nulInLogs(request));
-  const writes = mapLogRecords(request, timestampFromMillis(context.now()));
-  if (writes.length === 0) return {};
-  const outcomes = await context.store.attachSpanRecords(claims.project_id, writes, claims.key_id);
-  const refused = outcomes.filter((outcome) => outcome === "foreign").length;
-  context.counts.ingested("sessions", outcomes.filter((outcome) => outcome === "created").length);
-  context.counts.ingested("log_records", writes.length - refused);
-  if (refused === 0) return {};
-  context.counts.rejected("log_records", refused);
+  const now = timestampFromMillis(context.now());
+  // T18: evaluation results become scores; a bad one is refused alone, and nothing of it is kept.
+  const found = evaluationRecords(request, now);
+  const refused = new Set<LogRecord>();
+  const reasons: string[] = [];
+  const evaluations: { record: LogRecord; evaluation: Evaluation }[] = [];
+  for (const { record, reading } of found) {
+    if ("problem" in reading) {
+      refused.add(record);
+      reasons.push(reading.problem);
+    } else if ("evaluation" in reading) evaluations.push({ record, evaluation: reading.evaluation });
+  }
+  const scored = await scoresOf(
+    context,
+    claims,
+    evaluations.map((e) => e.evaluation),
+  );
+  evaluations.forEach(({ record }, index) => {
+    const problem = scored.problems[index];
+    if (problem === undefined) return;
+    refused.add(record);
+    reasons.push(problem);
+  });
+  const writes = mapLogRecords(request, now, refused);
+  const scoreWrites = groupByTrace(scored.scores);
+  let foreign = 0;
+  if (writes.length > 0 || scoreWrites.length > 0) {
+    const outcomes: { records: TraceOutcome[]; scores: TraceOutcome[] } =
+      scoreWrites.length === 0
+        ? { records: await context.store.attachSpanRecords(claims.project_id, writes, claims.key_id), scores: [] }
+        : await context.store.ingestEvaluations(claims.project_id, writes, scoreWrites, claims.key_id);
+    const created = new Set<string>();
+    const others = new Set<string>();
+    const tally = (sessionId: string, outcome: TraceOutcome | undefined) => {
+      if (outcome === "created") created.add(sessionId);
+      if (outcome === "foreign") others.add(sessionId);
+    };
+    for (const [index, write] of writes.entries()) tally(write.session_id, outcomes.records[index]);
+    for (const [index, write] of scoreWrites.entries()) tally(write.session_id, outcomes.scores[index]);
+    context.counts.ingested("sessions", created.size);
+    // A record counts once: a result naming a span is also kept with it (a write); one naming
+    // only its trace is a score alone.
+    const sessionOnly = evaluations.filter(
+      ({ record, evaluation }) => !refused.has(record) && evaluation.event_id === null,
+    );
+    foreign =
+      writes.filter((write) => others.has(write.session_id)).length +
+      sessionOnly.filter(({ evaluation }) => others.has(evaluation.session_id)).length;
+    context.counts.ingested("log_records", writes.length + sessionOnly.length - foreign);
+    if (foreign > 0) reasons.push("their trace is a session of another project (409)");
+  }
+  const rejected = refused.size + foreign;
+  if (rejected === 0) return {};
+  context.counts.rejected("log_records", rejected);
+  const shown = reasons.slice(0, REASONS_SHOWN);
+  const more = reasons.length > shown.length ? `; and ${reasons.length - shown.length} more` : "";
   return {
     partialSuccess: {
-      rejectedLogRecords: String(refused),
-      errorMessage: `${refused} log record${refused === 1 ? " was" : "s were"} refused: their trace is a session of another project (409)`,
+      rejectedLogRecords: String(rejected),
+      errorMessage: `${rejected} log record${rejected === 1 ? " was" : "s were"} refused: ${shown.join("; ")}${more}`,
     },
   };
 }
@@ -203,4 +278,113 @@ export async function sessionLogs(context: Context, projectId: string, sessionId
   const text = await context.store.readSessionLog(projectId, sessionId);
   if (text === undefined) throw sessionNotFound(sessionId);
   return text;
+}
+
+/**
+ * T18: the evaluation results as scores of the project (source `eval`, author the key), each read
+ * against its name's score config (SC4, SC5); `problems[i]` says why the i-th makes no score.
+ */
+async function scoresOf(
+  context: Context,
+  claims: OtlpClaims,
+  evaluations: Evaluation[],
+): Promise<{ scores: ScoreRecord[]; problems: (string | undefined)[] }> {
+  if (evaluations.length === 0) return { scores: [], problems: [] };
+  const configs = new Map<string, ScoreConfigRecord>(
+    (await context.store.listScoreConfigs(claims.project_id)).map((config) => [config.name, config]),
+  );
+  const received = timestampFromMillis(context.now()).iso;
+  const scores: ScoreRecord[] = [];
+  const problems = evaluations.map((evaluation) => {
+    const config = configs.get(evaluation.name);
+    const metadata = { ...evaluation.metadata };
+    // The label is the value when the config says categorical, or when no number was given.
+    const asLabel =
+      evaluation.label !== undefined && (evaluation.number === undefined || config?.data_type === "categorical");
+    if (asLabel && evaluation.number !== undefined) {
+      metadata["gen_ai.evaluation.score.value"] = evaluation.number;
+      delete metadata["gen_ai.evaluation.score.label"];
+    }
+    const given = asLabel ? (evaluation.label as string) : (evaluation.number as number);
+    const read = readValue(given, config?.data_type ?? (asLabel ? "categorical" : "numeric"));
+    if ("problem" in read) return `${evaluation.name}: the value ${JSON.stringify(given)} ${read.problem}`;
+    const broken = config ? breaksConfig(read, config, "") : [];
+    if (broken.length > 0) return `${evaluation.name}: ${broken.map((d) => `${d.path} ${d.message}`).join("; ")}`;
+    scores.push({
+      id: evaluation.id,
+      name: evaluation.name,
+      ...read,
+      session_id: evaluation.session_id,
+      event_id: evaluation.event_id,
+      conversation_id: null,
+      source: "eval",
+      comment: evaluation.comment,
+      author: { type: "api_key", id: claims.key_id },
+      metadata,
+      timestamp: evaluation.at.iso,
+      time_us: evaluation.at.us,
+      created_at: received,
+      updated_at: null,
+    });
+    return undefined;
+  });
+  return { scores, problems };
+}
+
+/** The scores by their trace's session, each session starting at its earliest result (T12, T17). */
+function groupByTrace(scores: ScoreRecord[]): TraceScoresWrite[] {
+  const bySession = new Map<string, TraceScoresWrite>();
+  for (const score of scores) {
+    const sessionId = score.session_id as string;
+    const write = bySession.get(sessionId);
+    if (write === undefined) {
+      bySession.set(sessionId, {
+        session_id: sessionId,
+        init_timestamp: score.timestamp,
+        init_us: score.time_us,
+        scores: [score],
+      });
+      continue;
+    }
+    write.scores.push(score);
+    if (score.time_us < write.init_us) {
+      write.init_us = score.time_us;
+      write.init_timestamp = score.timestamp;
+    }
+  }
+  return [...bySession.values()];
+}
+
+/** T18: the `gen_ai.evaluation.result` events of the accepted spans, as scores, and why the others make none. */
+async function spanEvaluations(
+  context: Context,
+  claims: OtlpClaims,
+  request: TraceRequest,
+): Promise<{ writes: TraceScoresWrite[]; problems: string[] }> {
+  const now: Timestamp = timestampFromMillis(context.now());
+  const evaluations: Evaluation[] = [];
+  const problems: string[] = [];
+  for (const resource of request.resourceSpans) {
+    for (const scope of resource.scopeSpans) {
+      for (const span of scope.spans) {
+        for (const event of span.events) {
+          if (event.name !== EVALUATION_EVENT) continue;
+          const reading = readEvaluation({
+            traceId: span.traceId.toLowerCase(),
+            spanId: span.spanId.toLowerCase(),
+            timeUnixNano: event.timeUnixNano,
+            attributes: event.attributes,
+            now,
+          });
+          if ("problem" in reading) problems.push(`span ${span.spanId}: ${reading.problem}`);
+          else if ("evaluation" in reading) evaluations.push(reading.evaluation);
+        }
+      }
+    }
+  }
+  const scored = await scoresOf(context, claims, evaluations);
+  scored.problems.forEach((problem, index) => {
+    if (problem !== undefined) problems.push(`span ${evaluations[index]?.event_id}: ${problem}`);
+  });
+  return { writes: groupByTrace(scored.scores), problems };
 }

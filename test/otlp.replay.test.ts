@@ -67,7 +67,8 @@ async function server(t: Test) {
 
 /** The folders of captured requests (the leaves: `agentops-sdk-0.4.21/openai`, ...). */
 const folders = readdirSync(FIXTURES, { withFileTypes: true })
-  .filter((d) => d.isDirectory())
+  // Evaluation results only (T18), judged in test/scores.otlp.test.ts.
+  .filter((d) => d.isDirectory() && !d.name.startsWith("opentelemetry-js-sdk-logs"))
   .flatMap((d) => readdirSync(new URL(`${d.name}/`, FIXTURES)).map((leaf) => `${d.name}/${leaf}`));
 
 /** Replays a folder; `asJson` sends each protobuf body's OTLP/JSON twin instead. Answers the trace's session id. */

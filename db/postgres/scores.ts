@@ -23,6 +23,19 @@ type Queryable = pg.Pool | pg.ClientBase;
 
 const COLUMN_COUNT = SCORE_INSERT_COLUMNS.split(",").length;
 
+/** T18: scores of one session (its pk known), in the caller's transaction; a stored id changes nothing. */
+export async function insertScoresAt(tx: pg.ClientBase, projectId: string, pk: number, scores: ScoreRecord[]) {
+  if (scores.length === 0) return;
+  const tuples = scores.map(
+    (_, row) =>
+      `(${Array.from({ length: COLUMN_COUNT }, (_, column) => `$${row * COLUMN_COUNT + column + 1}`).join(", ")})`,
+  );
+  await tx.query(
+    `INSERT INTO scores (${SCORE_INSERT_COLUMNS}) VALUES ${tuples.join(", ")} ON CONFLICT (project_id, id) DO NOTHING`,
+    scores.flatMap((score) => scoreValues(projectId, pk, score)),
+  );
+}
+
 /** Store.insertScores, in the caller's transaction. */
 export async function insertScores(
   tx: pg.ClientBase,

@@ -40,7 +40,7 @@ import {
   sessionRow,
   updateSession as updateSessionRow,
 } from "./sessions.ts";
-import { appendLog, attachRecords, ingestTraces, sessionLogs } from "./traces.ts";
+import { appendLog, attachRecords, attachScores, ingestTraces, sessionLogs } from "./traces.ts";
 
 export interface PostgresStore extends Store {
   /** Group transactions committed since the store was made: lets tests see calls coalesce. */
@@ -346,6 +346,11 @@ function postgresStore(
         ),
       attachSpanRecords: (projectId, records, keyId) =>
         write(records.length, keyId, projectId, (tx) => attachRecords(tx, projectId, records)),
+      ingestEvaluations: (projectId, records, list, keyId) =>
+        write(records.length + list.reduce((n, w) => n + w.scores.length, 0), keyId, projectId, async (tx) => ({
+          records: await attachRecords(tx, projectId, records),
+          scores: await attachScores(tx, projectId, list),
+        })),
       appendSessionLog: (projectId, sessionId, text, now, keyId) =>
         write(1, keyId, projectId, (tx) => {
           const at = parseTimestamp(now) as Timestamp;

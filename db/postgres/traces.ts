@@ -7,6 +7,7 @@
  */
 import type pg from "pg";
 import { withLogRecords } from "../../domain/genai.ts";
+import type { TraceScoresWrite } from "../../domain/scores.ts";
 import type {
   AgentRecord,
   GenAiEvent,
@@ -30,6 +31,7 @@ import {
 } from "../rows.ts";
 import { eventColumns, INSERT_QUEUED_EVENTS } from "./group-commit.ts";
 import { CHANGE } from "./projector.ts";
+import { insertScoresAt } from "./scores.ts";
 import { searchWords } from "./search.ts";
 import { queued } from "./sessions.ts";
 
@@ -88,6 +90,24 @@ export async function attachRecords(tx: Tx, projectId: string, writes: SpanRecor
         await tx.query("INSERT INTO projection_queue (session_pk, kind) VALUES ($1, $2)", [pk, CHANGE.again]);
       }
     }
+    outcomes.push(session.created ? "created" : "stored");
+  }
+  return outcomes;
+}
+
+/**
+ * T18: each trace's scores, its session found or created (running, as for an early span); one
+ * outcome per trace, "foreign" for another project's session (its scores not stored).
+ */
+export async function attachScores(tx: Tx, projectId: string, writes: TraceScoresWrite[]): Promise<TraceOutcome[]> {
+  const outcomes: TraceOutcome[] = [];
+  for (const write of writes) {
+    const session = await traceSession(tx, projectId, { ...write, conversation_id: null, root: null });
+    if (session === undefined) {
+      outcomes.push("foreign");
+      continue;
+    }
+    await insertScoresAt(tx, projectId, session.pk, write.scores);
     outcomes.push(session.created ? "created" : "stored");
   }
   return outcomes;

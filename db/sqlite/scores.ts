@@ -58,6 +58,10 @@ export function scoreStatements(db: Db, pkOf: (projectId: string, sessionId: str
       });
       return { stored };
     },
+    /** T18: scores of one session (its pk known), in the caller's savepoint; a stored id changes nothing. */
+    insertAt(projectId: string, pk: number, scores: ScoreRecord[]) {
+      for (const score of scores) q.insert.run(scoreValues(projectId, pk, score));
+    },
     get: (projectId: string, id: string) => {
       const row = q.get.get(projectId, id);
       return row && scoreOfRow(row);

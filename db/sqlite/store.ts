@@ -212,6 +212,11 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
     ingestTraceRows,
     attachSpanRecords: (projectId, records, keyId) =>
       write(records.length, keyId, projectId, () => traces.attachRecords(projectId, records)),
+    ingestEvaluations: (projectId, records, list, keyId) =>
+      write(records.length + list.reduce((n, w) => n + w.scores.length, 0), keyId, projectId, () => ({
+        records: traces.attachRecords(projectId, records),
+        scores: traces.attachScores(projectId, list, (pk, rows) => scores.insertAt(projectId, pk, rows)),
+      })),
     appendSessionLog: (projectId, sessionId, text, now, keyId) =>
       write(1, keyId, projectId, () => {
         const at = parseTimestamp(now) as Timestamp;

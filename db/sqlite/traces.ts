@@ -5,6 +5,7 @@
  * than once: each step is written so that the result does not depend on it (T17).
  */
 import { withLogRecords } from "../../domain/genai.ts";
+import type { TraceScoresWrite } from "../../domain/scores.ts";
 import type {
   AgentRecord,
   GenAiEvent,
@@ -147,6 +148,23 @@ export class TraceTable {
         this.#q.eventMessages.run({ pk, id: row.id, body: json(event.fields), extra: json(event.extra) });
         this.#projector.queue(pk, CHANGE.again);
       }
+      return session.created ? "created" : "stored";
+    });
+  }
+
+  /**
+   * T18: finds or creates each trace's session (running, as for an early span) and hands its pk
+   * to `insert` with the trace's scores; "foreign" for another project's session.
+   */
+  attachScores(
+    projectId: string,
+    writes: TraceScoresWrite[],
+    insert: (pk: number, scores: TraceScoresWrite["scores"]) => void,
+  ): TraceOutcome[] {
+    return writes.map((write) => {
+      const session = this.#session(projectId, { ...write, conversation_id: null, root: null });
+      if (session === undefined) return "foreign";
+      insert(session.pk, write.scores);
       return session.created ? "created" : "stored";
     });
   }

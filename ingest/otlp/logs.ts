@@ -6,7 +6,9 @@
  */
 import { createHash } from "node:crypto";
 import { isGenAiEventName } from "../../domain/genai.ts";
+import type { Timestamp } from "../../domain/timestamps.ts";
 import type { GenAiEvent, JsonObject, SpanRecordWrite } from "../../domain/types.ts";
+import { EVALUATION_EVENT, type EvaluationReading, readEvaluation } from "./evaluations.ts";
 import { traceIdToSessionId } from "./ids.ts";
 import type { InstrumentationScope, LogRecord, LogsRequest } from "./types.ts";
 import { nanosToTimestamp, plain, plainObject } from "./values.ts";
@@ -32,8 +34,43 @@ function recordFields(record: LogRecord, scope: InstrumentationScope): JsonObjec
   return out;
 }
 
-/** The records of the request that are kept (T3), each with its span; `now` dates a record without a time. */
-export function mapLogRecords(request: LogsRequest, now: { iso: string; us: number }): SpanRecordWrite[] {
+/**
+ * T18: the request's `gen_ai.evaluation.result` records, each read as an evaluation (or why it is
+ * refused); `now` dates a record without a time.
+ */
+export function evaluationRecords(
+  request: LogsRequest,
+  now: Timestamp,
+): { record: LogRecord; reading: EvaluationReading }[] {
+  const out: { record: LogRecord; reading: EvaluationReading }[] = [];
+  for (const resource of request.resourceLogs) {
+    for (const scope of resource.scopeLogs) {
+      for (const record of scope.logRecords) {
+        if (nameOf(record) !== EVALUATION_EVENT) continue;
+        const reading = readEvaluation({
+          traceId: record.traceId.toLowerCase(),
+          spanId: record.spanId.toLowerCase(),
+          timeUnixNano: record.timeUnixNano ?? record.observedTimeUnixNano,
+          attributes: record.attributes,
+          body: record.body,
+          now,
+        });
+        out.push({ record, reading });
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * The records of the request that are kept (T3), each with its span; `now` dates a record without
+ * a time. `refused`: records left out (an evaluation result refused, T18: nothing of it is kept).
+ */
+export function mapLogRecords(
+  request: LogsRequest,
+  now: { iso: string; us: number },
+  refused: ReadonlySet<LogRecord> = new Set(),
+): SpanRecordWrite[] {
   const writes: SpanRecordWrite[] = [];
   for (const resource of request.resourceLogs) {
     for (const scope of resource.scopeLogs) {
@@ -41,7 +78,7 @@ export function mapLogRecords(request: LogsRequest, now: { iso: string; us: numb
         const name = nameOf(record);
         const traceId = record.traceId.toLowerCase();
         const spanId = record.spanId.toLowerCase();
-        if (name === undefined || !TRACE_ID.test(traceId) || !SPAN_ID.test(spanId)) continue;
+        if (name === undefined || !TRACE_ID.test(traceId) || !SPAN_ID.test(spanId) || refused.has(record)) continue;
         const at = nanosToTimestamp(record.timeUnixNano) ?? nanosToTimestamp(record.observedTimeUnixNano) ?? now;
         const event: GenAiEvent = {
           name,

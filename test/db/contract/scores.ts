@@ -4,7 +4,8 @@
  * scores go with their session.
  */
 import type { Test } from "tap";
-import type { ScoreConfigRecord, ScoreRecord } from "../../../domain/scores.ts";
+import type { ScoreConfigRecord, ScoreRecord, TraceScoresWrite } from "../../../domain/scores.ts";
+import type { SpanRecordWrite } from "../../../domain/types.ts";
 import type { Fixtures } from "./fixture.ts";
 import { NASTY, nasty, newSession, sameData, T0 } from "./values.ts";
 
@@ -178,4 +179,51 @@ export function scoreContract(t: Test, { fresh }: Fixtures) {
     );
     t.strictSame(await store.listScoreConfigs(other), [], "another project has none");
   });
+
+  t.test(
+    "ingestEvaluations (T18): a trace's scores make its session when it has none, once, in the project",
+    async (t) => {
+      const { store, p, other } = await fresh(t);
+      const trace = "0af76519-16cd-43dd-8448-eb211c80319c";
+      const theirs = "1af76519-16cd-43dd-8448-eb211c80319c";
+      const early = at(3);
+      const write = (sessionId: string, ...scores: ScoreRecord[]): TraceScoresWrite => ({
+        session_id: sessionId,
+        init_timestamp: early.timestamp,
+        init_us: early.time_us,
+        scores,
+      });
+      const record: SpanRecordWrite = {
+        session_id: trace,
+        span_id: "b7ad6b7169203331",
+        init_timestamp: early.timestamp,
+        init_us: early.time_us,
+        record: {
+          time_us: early.time_us,
+          digest: "d1",
+          event: { name: "gen_ai.evaluation.result", attributes: { "gen_ai.evaluation.name": "relevance" } },
+        },
+      };
+      const first = [
+        score("e1", { session_id: trace, event_id: "b7ad6b7169203331", source: "eval", ...early }),
+        score("e2", { session_id: trace, event_id: null, data_type: "categorical", value: "pass", source: "eval" }),
+      ];
+      await store.createSession(other, newSession(theirs));
+      const answer = await store.ingestEvaluations(p, [record], [write(trace, ...first), write(theirs, score("e3"))]);
+      t.strictSame(answer, { records: ["created"], scores: ["stored", "foreign"] }, "one outcome per record and trace");
+      const session = await store.getSession(p, trace);
+      t.equal(session?.end_state, null, "a session made by its results is running");
+      t.equal(session?.init_timestamp, early.timestamp, "from the earliest result");
+      for (const s of first) sameData(t, await store.getScore(p, s.id), s, `${s.id} whole, its event id kept`);
+      t.equal(await store.getScore(p, "e3"), undefined, "another project's trace: its scores not stored");
+      t.strictSame(await store.listScores(other, {}, undefined, 10), [], "nor in that project");
+
+      const again = await store.ingestEvaluations(p, [record], [write(trace, score("e1", { ...first[0], value: 9 }))]);
+      t.strictSame(again, { records: ["stored"], scores: ["stored"] });
+      t.equal((await store.getScore(p, "e1"))?.value, 0.5, "a retry changes nothing: the first copy stays");
+      t.equal((await store.listScores(p, {}, undefined, 10)).length, 2);
+      t.ok(await store.deleteSession(p, trace));
+      t.strictSame(await store.listScores(p, {}, undefined, 10), [], "the scores go with their session");
+    },
+  );
 }
