@@ -5,7 +5,7 @@
  * store keeps the records.
  */
 import type { ErrorDetail } from "./errors.ts";
-import type { JsonObject } from "./types.ts";
+import type { JsonObject, ScoreCondition } from "./types.ts";
 
 export type ScoreDataType = "numeric" | "categorical" | "boolean";
 export type ScoreSource = "api" | "annotation" | "eval";
@@ -195,21 +195,6 @@ export const authorOfColumn = (column: string): ScoreAuthor => {
   const colon = column.indexOf(":");
   return { type: column.slice(0, colon) as ScoreAuthor["type"], id: column.slice(colon + 1) };
 };
-
-/**
- * A session filter by a score (GET /v2/sessions `score.<name>=…`): the session (or one of its
- * events) has a score of `name` that passes every bound given; or, `missing`, has none of that
- * name. What storage matches it with: scoreFilterJson.
- */
-export interface ScoreCondition {
-  name: string;
-  /** Numeric bounds, both included. */
-  lo?: number;
-  hi?: number;
-  label?: string;
-  bool?: boolean;
-  missing?: boolean;
-}
 
 /** A JSON number as the filters take it (decision 031's rule: no `+`, leading zeros, `.5` or `3.`). */
 const JSON_NUMBER = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;

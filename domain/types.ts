@@ -4,7 +4,6 @@
  * replies from (domain/views.ts).
  */
 
-import type { ScoreCondition } from "./scores.ts";
 import type { SearchMatch, SearchQuery } from "./search.ts";
 import type { Timestamp } from "./timestamps.ts";
 
@@ -219,6 +218,21 @@ export interface SessionSort {
 export const DEFAULT_SORT: SessionSort = { by: "start_time", order: "desc" };
 
 /** The filters of GET /v2/sessions; every one given must match. */
+/**
+ * A session filter by a score (GET /v2/sessions `score.<name>=…`): the session (or one of its
+ * events) has a score of `name` that passes every bound given; or, `missing`, has none of that
+ * name. What storage matches it with: domain/scores.ts scoreFilterJson.
+ */
+export interface ScoreCondition {
+  name: string;
+  /** Numeric bounds, both included. */
+  lo?: number;
+  hi?: number;
+  label?: string;
+  bool?: boolean;
+  missing?: boolean;
+}
+
 export interface SessionFilter {
   /** Every one of these tags. */
   tags?: string[];

@@ -3,10 +3,10 @@ import type { Store } from "../db/store.ts";
 import { type CursorKind, decodeCursor, encodeCursor } from "../domain/cursor.ts";
 import { type ErrorDetail, invalidParameters, invalidRequest, sessionNotFound } from "../domain/errors.ts";
 import { canonicalEndState, END_STATE_RULE, KINDS } from "../domain/records.ts";
-import { readScoreCondition, type ScoreCondition } from "../domain/scores.ts";
+import { readScoreCondition } from "../domain/scores.ts";
 import { parseSearch } from "../domain/search.ts";
 import { parseTimestamp } from "../domain/timestamps.ts";
-import type { Kind, SessionFilter, SessionSort } from "../domain/types.ts";
+import type { Kind, ScoreCondition, SessionFilter, SessionSort } from "../domain/types.ts";
 import type { operations } from "../generated/api.ts";
 import { deleteSessions } from "./retention.ts";
 
