@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 1810b95f5767476e7255611430287afdc299b88653f846855e1e99062287d8b9. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 3c618257de5852c7b190ed474a3fd377aca6d639a2eef2d93dc2ee3d9ba5aa04. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -1169,7 +1169,7 @@ export interface paths {
          * @description The files the pages load, shipped in the repository's `ui/` folder and read into
          *     memory at start-up. `asset` is a file name from a fixed list (`app.css`, `common.js`,
          *     `overview.js`, `charts.js`, `sessions.js`, `session.js`, `timeline.js`, `tree.js`,
-         *     `detail.js`, `otel.js`, `favicon.svg`, `signup.html` and `signup.js` (the page of the
+         *     `detail.js`, `otel.js`, `scores.js`, `favicon.svg`, `signup.html` and `signup.js` (the page of the
          *     one-time account links, decision 035), `settings.html`, `settings.js`, `audit.html` and
          *     `audit.js` (a project's settings and audit trail), and uPlot's `uplot.js` and `uplot.css`, read from
          *     the installed npm package `uplot`); any other name, a path, `..` or an encoded slash is

@@ -444,7 +444,7 @@ async function loadScores(load, range) {
     scoreSummary.textContent =
       names.length === 0
         ? "No scores in this range."
-        : "Choose a score to see its count and mean per day over the range (every score of that name; the filters above do not apply to it).";
+        : "Choose a score to see its count and mean per day over the range.";
     scorePanel.dataset.loaded = "true";
     return;
   }
