@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 41931b7a729050ba3d4cca3aceaa102445a08b9d4ab0e488a6b6ed5e50be08e0. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 ac1a2aa0d5e05c4b1bf338410126c758a33c1fbf2b19541c002ba4e31cae7597. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -1172,7 +1172,7 @@ export interface paths {
          * @description The files the pages load, shipped in the repository's `ui/` folder and read into
          *     memory at start-up. `asset` is a file name from a fixed list (`app.css`, `common.js`,
          *     `overview.js`, `charts.js`, `sessions.js`, `session.js`, `timeline.js`, `tree.js`,
-         *     `detail.js`, `otel.js`, `favicon.svg`, `signup.html` and `signup.js` (the page of the
+         *     `detail.js`, `otel.js`, `scores.js`, `favicon.svg`, `signup.html` and `signup.js` (the page of the
          *     one-time account links, decision 035), `settings.html`, `settings.js`, `audit.html` and
          *     `audit.js` (a project's settings and audit trail), and uPlot's `uplot.js` and `uplot.css`, read from
          *     the installed npm package `uplot`); any other name, a path, `..` or an encoded slash is

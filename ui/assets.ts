@@ -45,6 +45,7 @@ export const ASSETS = [
   "tree.js",
   "detail.js",
   "otel.js",
+  "scores.js",
   "favicon.svg",
   "signup.js",
   "settings.js",

@@ -87,9 +87,12 @@ function showRange(range) {
   rangeLabel.textContent = `${dayLabel(range.first.getTime() / 1000)} to ${dayLabel(range.last.getTime() / 1000)}: ${days} day${days === 1 ? "" : "s"} of ${TIMEZONE}`;
 }
 
-/** The address's filters: every parameter but range (and from and to, which the range sets), in order. */
+/**
+ * The address's filters: every parameter but range (and from and to, which the range sets) and
+ * score (the score panel's choice), in order.
+ */
 const filtersFromAddress = () =>
-  [...new URLSearchParams(location.search)].filter(([name]) => !["range", "from", "to"].includes(name));
+  [...new URLSearchParams(location.search)].filter(([name]) => !["range", "from", "to", "score"].includes(name));
 
 /** The filters as a query for api(): repeated names as arrays. */
 function filterQuery(filters) {
@@ -102,8 +105,8 @@ function filterQuery(filters) {
 }
 
 /** Goes to an address of the overview: the range (always written, see above) and these filters. */
-function go(range, filters = filtersFromAddress()) {
-  const params = new URLSearchParams([["range", range], ...filters]);
+function go(range, filters = filtersFromAddress(), score = scoreFromAddress()) {
+  const params = new URLSearchParams([["range", range], ...filters, ...(score ? [["score", score]] : [])]);
   history.pushState(null, "", params.toString() === `range=${DEFAULT_RANGE}` ? "/" : `/?${params}`);
   load();
 }
@@ -388,6 +391,162 @@ function showFailures(range, body) {
 
 const emptyRow = (columns, text) => h("tr", { class: "empty" }, h("td", { colspan: columns, class: "muted" }, text));
 
+// ------------------------------------------------------------------ the score panel
+
+/**
+ * The score panel (issue 25): the chosen score's count and mean per day (pass rate for booleans,
+ * counts by label for categorical ones), computed here from the pages of GET /v2/scores over the
+ * range, until score analytics exist as projections. Its choice is `score=<name>` in the address.
+ */
+const scoreSelect = document.getElementById("score-name");
+const scorePanel = document.getElementById("score-panel");
+const scoreSummary = document.getElementById("score-summary");
+const scoreChart = document.getElementById("chart-score");
+const SCORE_PAGES = 20; // of 1000 scores: the panel reads at most 20,000 scores of a name
+let scoreCharts = [];
+
+const scoreFromAddress = () => new URLSearchParams(location.search).get("score") ?? "";
+
+scoreSelect.addEventListener("change", () => go(rangeKey(), filtersFromAddress(), scoreSelect.value));
+
+/** A number short: up to 3 decimals, trailing zeros dropped. */
+const short = (n) => (Number.isFinite(n) ? String(Number(n.toFixed(3))) : "—");
+
+/** The names the select offers: the configs' and those of the range's latest scores, sorted. */
+async function scoreNames(from, to, chosen) {
+  const [configs, latest] = await Promise.all([
+    api("/v2/score-configs").catch(() => ({ configs: [] })),
+    api("/v2/scores", { from, to, limit: 1000 }),
+  ]);
+  const names = new Set([...configs.configs.map((c) => c.name), ...latest.scores.map((s) => s.name)]);
+  if (chosen) names.add(chosen);
+  return [...names].sort();
+}
+
+async function loadScores(load, range) {
+  const { from, to } = bounds(range);
+  const chosen = scoreFromAddress();
+  delete scorePanel.dataset.loaded;
+  for (const chart of scoreCharts) chart.destroy();
+  scoreCharts = [];
+  const names = await scoreNames(from, to, chosen);
+  if (load !== loads) return;
+  fill(
+    scoreSelect,
+    h("option", { value: "" }, "Choose a score…"),
+    names.map((name) => h("option", { value: name, selected: name === chosen }, name)),
+  );
+  scoreSelect.value = chosen;
+  scorePanel.dataset.name = chosen;
+  if (!chosen) {
+    scoreChart.hidden = true;
+    fill(document.getElementById("numbers-score"));
+    scoreSummary.textContent =
+      names.length === 0
+        ? "No scores in this range."
+        : "Choose a score to see its count and mean per day over the range.";
+    scorePanel.dataset.loaded = "true";
+    return;
+  }
+  const scores = [];
+  let cursor;
+  let pages = 0;
+  do {
+    const body = await api("/v2/scores", { name: chosen, from, to, limit: 1000, cursor });
+    if (load !== loads) return;
+    scores.push(...body.scores);
+    cursor = body.next_cursor;
+  } while (cursor && ++pages < SCORE_PAGES);
+  showScorePanel(range, scores, Boolean(cursor));
+  scorePanel.dataset.loaded = "true";
+}
+
+function showScorePanel(range, scores, truncated) {
+  const days = [];
+  for (let day = range.first; day <= range.last; day = addDays(day, 1)) days.push(day);
+  const index = new Map(days.map((day, i) => [dayLabel(day.getTime() / 1000), i]));
+  const points = days.map((day) => ({ start: day.toISOString(), count: 0, sum: 0, numbers: 0, labels: new Map() }));
+  const labels = new Map();
+  let kind = "numeric";
+  for (const score of scores) {
+    const point = points[index.get(dayLabel(Date.parse(score.timestamp) / 1000))];
+    if (!point) continue;
+    point.count += 1;
+    if (score.data_type === "categorical") {
+      kind = "categorical";
+      point.labels.set(score.value, (point.labels.get(score.value) ?? 0) + 1);
+      labels.set(score.value, (labels.get(score.value) ?? 0) + 1);
+    } else {
+      if (score.data_type === "boolean") kind = "boolean";
+      const value = score.value === true ? 1 : score.value === false ? 0 : Number(score.value);
+      if (Number.isFinite(value)) {
+        point.sum += value;
+        point.numbers += 1;
+      }
+    }
+  }
+  const count = points.reduce((total, point) => total + point.count, 0);
+  const sum = points.reduce((total, point) => total + point.sum, 0);
+  const numbers = points.reduce((total, point) => total + point.numbers, 0);
+  const mean = (point) => (point.numbers > 0 ? point.sum / point.numbers : null);
+  const rate = (point) => (point.numbers > 0 ? (point.sum / point.numbers) * 100 : null);
+  let summary = `${formatInt(count)} score${count === 1 ? "" : "s"}`;
+  if (kind === "numeric" && numbers > 0) summary += `, mean ${short(sum / numbers)}`;
+  if (kind === "boolean" && numbers > 0) summary += `, ${short((sum / numbers) * 100)}% true`;
+  if (kind === "categorical") {
+    summary += `: ${[...labels]
+      .sort((a, b) => b[1] - a[1])
+      .map(([label, n]) => `${label} ${formatInt(n)}`)
+      .join(", ")}`;
+  }
+  if (truncated) summary += ` (the first ${formatInt(scores.length)} only)`;
+  scoreSummary.textContent = `${summary}.`;
+  scorePanel.dataset.count = String(count);
+  scorePanel.dataset.kind = kind;
+
+  const columns = [["Count", (point) => formatInt(point.count)]];
+  if (kind === "numeric") columns.push(["Mean", (point) => short(mean(point) ?? Number.NaN)]);
+  if (kind === "boolean") columns.push(["True", (point) => (point.numbers > 0 ? `${short(rate(point))}%` : "—")]);
+  if (kind === "categorical") {
+    for (const label of labels.keys()) columns.push([label, (point) => formatInt(point.labels.get(label) ?? 0)]);
+  }
+  numbersTable("numbers-score", points, columns);
+
+  scoreChart.hidden = false;
+  const x = points.map((point) => Date.parse(point.start) / 1000);
+  const series = [
+    {
+      label: "Count",
+      color: "--chart-sessions",
+      values: points.map((point) => point.count),
+      format: (i) => formatInt(points[i].count),
+    },
+  ];
+  if (kind === "numeric") {
+    // The mean on a scale of its own (no axis: the legend and the numbers give it).
+    series.push({
+      label: "Mean",
+      color: "--chart-rate",
+      scale: "mean",
+      line: true,
+      values: points.map(mean),
+      format: (i) => short(mean(points[i]) ?? Number.NaN),
+    });
+  }
+  if (kind === "boolean") {
+    series.push({
+      label: "True",
+      color: "--chart-rate",
+      scale: "rate",
+      line: true,
+      minMax: 100,
+      values: points.map(rate),
+      format: (i) => (points[i].numbers > 0 ? `${short(rate(points[i]))}%` : "—"),
+    });
+  }
+  scoreCharts = [barChart(scoreChart, { x, axisFormat: (v) => (Number.isInteger(v) ? formatInt(v) : ""), series })];
+}
+
 // ------------------------------------------------------------------ loading
 
 async function load() {
@@ -416,6 +575,7 @@ async function load() {
     showTools(tools);
     showFailures(range, failures);
     document.getElementById("app").dataset.loaded = "true";
+    await loadScores(load, range);
   } catch (error) {
     if (load !== loads || (error instanceof ApiError && error.status === 401)) return;
     message.textContent = describeError(error);
@@ -429,8 +589,9 @@ startPage({
   },
   stop() {
     loads++;
-    for (const chart of charts) chart.destroy();
+    for (const chart of [...charts, ...scoreCharts]) chart.destroy();
     charts = [];
+    scoreCharts = [];
     fill(modelRows);
     fill(toolRows);
     fill(failureRows);

@@ -17,6 +17,8 @@ import {
   stateBadge,
 } from "./common.js";
 import { showEvent, showNothing } from "./detail.js";
+import { spanOf } from "./otel.js";
+import { annotateForm, mayAnnotate, scoresTable } from "./scores.js";
 import { Timeline } from "./timeline.js";
 
 const POLL_MS = 3000;
@@ -44,9 +46,59 @@ let eventsVersion = ""; // stats.events and last_event_at of the events shown
 let timer = null;
 let generation = 0; // bumped by stop(): answers to an abandoned run are dropped
 
+let scores = []; // the session's and its events' (GET /v2/sessions/<id> answers them)
+let configs = []; // the project's score configs, for the annotation forms
+let sessionAnnotate = null; // the session's annotation form, made once (it keeps what is typed)
+
 const timeline = new Timeline(document.getElementById("timeline"), {
-  onSelect: (event) => showEvent(detail, event, agents, (id) => timeline.selectId(id)),
+  onSelect: (event) => showDetail(event),
 });
+
+/** The selected event in the panel, then its scores and (for an annotator) its annotation form. */
+function showDetail(event) {
+  showEvent(detail, event, agents, (id) => timeline.selectId(id));
+  const form = mayAnnotate()
+    ? annotateForm({ session_id: sessionId, event_id: event.id }, configs, reloadScores)
+    : null;
+  detail.append(
+    h(
+      "section",
+      { class: "event-scores", id: "event-scores" },
+      h("h3", {}, "Scores"),
+      form,
+      h("div", { id: "event-score-list" }),
+    ),
+  );
+  showEventScores();
+}
+
+/** Whether a score judges this event: by its id, or by its span's id for an event made from OTLP. */
+function scoresOf(event) {
+  const span = spanOf(event);
+  const ids = new Set([event.id, span?.spanId, span?.span_id].filter((id) => typeof id === "string" && id !== ""));
+  return scores.filter((score) => score.event_id !== null && ids.has(score.event_id));
+}
+
+function showEventScores() {
+  const list = document.getElementById("event-score-list");
+  const event = timeline.selectedEvent;
+  if (!list || !event || detail.dataset.eventId !== event.id) return;
+  fill(list, scoresTable(scoresOf(event), { empty: "No scores of this event." }));
+}
+
+function showScores(list) {
+  scores = list;
+  const box = document.getElementById("scores");
+  box.dataset.count = String(list.length);
+  fill(box, scoresTable(list, { withTarget: true, empty: "No scores of this session or its events." }));
+  showEventScores();
+}
+
+/** After an annotation: the session's scores again. */
+async function reloadScores() {
+  const body = await api(base);
+  showScores(body.scores ?? []);
+}
 
 document.title = `${sessionId} · agentmon`;
 document.getElementById("crumb-session").textContent = sessionId;
@@ -129,8 +181,7 @@ async function loadEvents(run) {
   } while (cursor);
   // The selected event may have changed (update_events): show its new version.
   const selected = timeline.selectedEvent;
-  if (selected && detail.dataset.eventId === selected.id)
-    showEvent(detail, selected, agents, (id) => timeline.selectId(id));
+  if (selected && detail.dataset.eventId === selected.id) showDetail(selected);
 }
 
 async function refresh(run) {
@@ -139,6 +190,11 @@ async function refresh(run) {
   message.textContent = "";
   showTotals(body);
   showAgents(body.agents ?? []);
+  showScores(body.scores ?? []);
+  if (mayAnnotate() && !sessionAnnotate) {
+    sessionAnnotate = annotateForm({ session_id: sessionId }, configs, reloadScores);
+    fill(document.getElementById("session-annotate"), sessionAnnotate);
+  }
   showLegend(body.stats.event_counts ?? {});
   app.hidden = false;
   const version = `${body.stats.events}|${body.stats.last_event_at}`;
@@ -184,7 +240,18 @@ startPage({
     delete message.dataset.state;
     eventsVersion = "";
     showNothing(detail);
-    poll(run);
+    sessionAnnotate = null;
+    // The configs name the scores an annotator may give; a reader with a key needs none.
+    const ready = mayAnnotate()
+      ? api("/v2/score-configs").then((body) => {
+          configs = body.configs ?? [];
+        })
+      : Promise.resolve();
+    ready
+      .catch(() => {})
+      .then(() => {
+        if (run === generation) poll(run);
+      });
   },
   stop() {
     generation++;

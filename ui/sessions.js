@@ -42,6 +42,13 @@ const FIELDS = [
   "order",
   "limit",
 ];
+/**
+ * The score filter's fields: the address's first `score.<name>=<value>` (the API's own form);
+ * more of them are kept as chips.
+ */
+const isScore = (name) => name.startsWith("score.") && name.length > "score.".length;
+/** The index, among the address's parameters, of the score filter the form shows, or -1. */
+const formScoreIndex = (entries) => entries.findIndex(([name]) => isScore(name));
 /** The form's values that are the API's defaults, left out of the address. */
 const DEFAULTS = { sort: "start_time", order: "desc", limit: "50" };
 const COLUMNS = 9;
@@ -77,9 +84,12 @@ function formFromAddress() {
   for (const name of ["from", "to"])
     form.elements[name].value = (params.get(name) ?? "").replace(/Z$/, "").slice(0, 19);
   const entries = [...params];
+  const scoreAt = formScoreIndex(entries);
+  form.elements.score_name.value = scoreAt < 0 ? "" : entries[scoreAt][0].slice("score.".length);
+  form.elements.score_value.value = scoreAt < 0 ? "" : entries[scoreAt][1];
   const others = entries
     .map(([name, value], index) => ({ name, value, index }))
-    .filter(({ name }) => !FIELDS.includes(name) && name !== "cursor");
+    .filter(({ name, index }) => !FIELDS.includes(name) && name !== "cursor" && index !== scoreAt);
   const without = (index) => new URLSearchParams(entries.filter((_, i) => i !== index));
   fill(
     otherFilters,
@@ -122,9 +132,13 @@ function addressFromForm() {
   for (const name of ["sort", "order", "limit"]) {
     if (value(name) !== DEFAULTS[name]) params.set(name, value(name));
   }
-  for (const [name, other] of new URLSearchParams(location.search)) {
-    if (!FIELDS.includes(name) && name !== "cursor") params.append(name, other);
-  }
+  // The score filter: a value alone means any value of that name ("*").
+  if (value("score_name") !== "") params.append(`score.${value("score_name")}`, value("score_value") || "*");
+  const entries = [...new URLSearchParams(location.search)];
+  const scoreAt = formScoreIndex(entries);
+  entries.forEach(([name, other], index) => {
+    if (!FIELDS.includes(name) && name !== "cursor" && index !== scoreAt) params.append(name, other);
+  });
   return params;
 }
 
