@@ -116,14 +116,28 @@ export async function grpcAgentmon(
 export const sessionOf = (traceId: string) =>
   `${traceId.slice(0, 8)}-${traceId.slice(8, 12)}-${traceId.slice(12, 16)}-${traceId.slice(16, 20)}-${traceId.slice(20)}`;
 
-/** The session's export through the read API (status and body). */
+/**
+ * The session's export through the read API (status and body). A score's author id (the id of
+ * each app's own key record) and created_at (its receive time) are each app's own: left out, so
+ * that two apps' exports of the same requests compare equal.
+ */
 export async function exported(env: TestApp, sessionId: string) {
   const res = await env.inject({
     method: "GET",
     url: `/v2/sessions/${sessionId}/export`,
     headers: { "x-agentmon-api-key": API_KEY },
   });
-  return { status: res.statusCode, body: res.statusCode === 200 ? res.json() : res.body };
+  if (res.statusCode !== 200) return { status: res.statusCode, body: res.body };
+  const body = res.json();
+  if (Array.isArray(body.scores)) {
+    body.scores = body.scores.map(
+      ({ created_at: _, author, ...score }: { created_at: string; author: { type: string } }) => ({
+        ...score,
+        author: { type: author.type },
+      }),
+    );
+  }
+  return { status: res.statusCode, body };
 }
 
 /**
