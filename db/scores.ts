@@ -4,11 +4,14 @@
  * the engine's placeholders. Raw rows only: analytics of scores are projections (decision 033).
  */
 import {
+  addScoreRow,
   authorColumn,
   authorOfColumn,
+  emptyScoreSums,
   type ScoreConfigRecord,
   type ScoreDataType,
   type ScoreFilter,
+  type ScoreGroupRow,
   type ScoreRecord,
   type ScoreSource,
   valueColumns,
@@ -134,3 +137,42 @@ export const configOfRow = (row: ScoreConfigRow): ScoreConfigRecord => ({
   ...row,
   categories: row.categories === null ? null : JSON.parse(row.categories),
 });
+
+/**
+ * Score analytics' read (decision 037): the facts of the score analytics projection grouped by
+ * `group` (a range's index, or a dimension's key), data type and label, in the engine's
+ * placeholders `p(value)`. The same SQL on both engines but for how `group` and the ranges are
+ * spelled.
+ */
+export function scoreFactsQuery(
+  from: string,
+  group: string,
+  query: { name: string; source?: string | undefined },
+  p: (value: unknown) => string,
+  projectId: string,
+  dim: string,
+  range?: { from_us: number; to_us: number },
+) {
+  const where = [`f.project_id = ${p(projectId)}`, `f.name = ${p(query.name)}`, `f.dim = ${p(dim)}`];
+  if (range) where.push(`f.time_us >= ${p(range.from_us)}`, `f.time_us < ${p(range.to_us)}`);
+  if (query.source !== undefined) where.push(`f.source = ${p(query.source)}`);
+  return `SELECT ${group} AS g, f.data_type, f.label, count(*) AS n, sum(f.num) AS total, min(f.num) AS lo,
+      max(f.num) AS hi
+    FROM ${from}
+    WHERE ${where.join(" AND ")}
+    GROUP BY ${group}, f.data_type, f.label`;
+}
+
+/** The grouped rows folded into sums per group. */
+export function sumsByGroup<K>(rows: (ScoreGroupRow & { g: K })[]) {
+  const groups = new Map<K, ReturnType<typeof emptyScoreSums>>();
+  for (const row of rows) {
+    let sums = groups.get(row.g);
+    if (sums === undefined) {
+      sums = emptyScoreSums();
+      groups.set(row.g, sums);
+    }
+    addScoreRow(sums, row);
+  }
+  return groups;
+}

@@ -20,7 +20,15 @@ import type {
   UserToken,
   UserWithPassword,
 } from "../domain/people.ts";
-import type { ScoreChanges, ScoreConfigRecord, ScoreFilter, ScoreRecord, TraceScoresWrite } from "../domain/scores.ts";
+import type {
+  ScoreChanges,
+  ScoreConfigRecord,
+  ScoreDimension,
+  ScoreFilter,
+  ScoreRecord,
+  ScoreSums,
+  TraceScoresWrite,
+} from "../domain/scores.ts";
 import type {
   AgentRecord,
   ApiKeyRecord,
@@ -327,6 +335,17 @@ export interface Store {
   putScoreConfig(projectId: string, config: ScoreConfigRecord): Promise<ScoreConfigRecord>;
   /** The project's score configs, by name. */
   listScoreConfigs(projectId: string): Promise<ScoreConfigRecord[]>;
+  /**
+   * Score analytics (openapi.yaml getScoreTimeseries; decision 037): the sums of the project's
+   * scores named `name` (of `source` when given) of sessions, for each range [lo, hi) of their
+   * time_us, in order; read from the score analytics projection, caught up first.
+   */
+  scoreSeries(projectId: string, query: ScoreAnalyticsQuery, ranges: Range[]): Promise<ScoreSums[]>;
+  /** getScoreBreakdown: the same sums per group of `by` (key null: none), every group, in no order. */
+  scoreBreakdown(
+    projectId: string,
+    query: ScoreAnalyticsQuery & { by: ScoreDimension; from_us: number; to_us: number },
+  ): Promise<{ key: string | null; sums: ScoreSums }[]>;
 
   /**
    * `agentmon prices import` (docs/decisions/015-prices.md): keeps a checked price table's text as
@@ -393,4 +412,10 @@ export interface StorageStats {
    * seconds, batches run since the store opened, and the longest batch in seconds.
    */
   projection?: { backlog: number; lagSeconds: number; batches: number; longestBatchSeconds: number };
+}
+
+/** Which scores score analytics read: one name, and one source when given. */
+export interface ScoreAnalyticsQuery {
+  name: string;
+  source?: string | undefined;
 }

@@ -231,3 +231,125 @@ export const scoreFilterJson = (conditions: readonly ScoreCondition[]) =>
       missing: c.missing ? 1 : 0,
     })),
   );
+
+/**
+ * Score analytics (getScoreTimeseries, getScoreBreakdown): the sums of a set of scores of one
+ * name, from the rows of the score analytics projection grouped by data type and label.
+ */
+export interface ScoreSums {
+  count: number;
+  numeric_count: number;
+  /** The numeric scores' sum, smallest and largest. */
+  sum: number;
+  min: number | null;
+  max: number | null;
+  true_count: number;
+  false_count: number;
+  labels: Record<string, number>;
+}
+
+/** A row of either engine's grouped read: data type, label, scores, sum, min and max of `num`. */
+export interface ScoreGroupRow {
+  data_type: string;
+  label: string | null;
+  n: number;
+  total: number | null;
+  lo: number | null;
+  hi: number | null;
+}
+
+export const emptyScoreSums = (): ScoreSums => ({
+  count: 0,
+  numeric_count: 0,
+  sum: 0,
+  min: null,
+  max: null,
+  true_count: 0,
+  false_count: 0,
+  labels: {},
+});
+
+/** Adds a grouped row (booleans' num is 1 or 0, so their sum is how many are true). */
+export function addScoreRow(into: ScoreSums, row: ScoreGroupRow) {
+  const n = Number(row.n);
+  into.count += n;
+  if (row.data_type === "numeric") {
+    into.numeric_count += n;
+    into.sum += Number(row.total ?? 0);
+    const lo = row.lo === null ? null : Number(row.lo);
+    const hi = row.hi === null ? null : Number(row.hi);
+    if (lo !== null && (into.min === null || lo < into.min)) into.min = lo;
+    if (hi !== null && (into.max === null || hi > into.max)) into.max = hi;
+  } else if (row.data_type === "boolean") {
+    const trues = Number(row.total ?? 0);
+    into.true_count += trues;
+    into.false_count += n - trues;
+  } else {
+    const label = row.label ?? "";
+    into.labels[label] = (into.labels[label] ?? 0) + n;
+  }
+}
+
+export function mergeScoreSums(into: ScoreSums, from: ScoreSums) {
+  into.count += from.count;
+  into.numeric_count += from.numeric_count;
+  into.sum += from.sum;
+  if (from.min !== null && (into.min === null || from.min < into.min)) into.min = from.min;
+  if (from.max !== null && (into.max === null || from.max > into.max)) into.max = from.max;
+  into.true_count += from.true_count;
+  into.false_count += from.false_count;
+  for (const [label, n] of Object.entries(from.labels)) into.labels[label] = (into.labels[label] ?? 0) + n;
+}
+
+const meanOf = (s: ScoreSums) => (s.numeric_count === 0 ? null : s.sum / s.numeric_count);
+const passRateOf = (s: ScoreSums) => {
+  const booleans = s.true_count + s.false_count;
+  return booleans === 0 ? null : s.true_count / booleans;
+};
+
+/** The measures openapi.yaml ScoreMeasures documents. */
+export function scoreMeasuresView(s: ScoreSums) {
+  return {
+    count: s.count,
+    numeric_count: s.numeric_count,
+    mean: meanOf(s),
+    min: s.min,
+    max: s.max,
+    true_count: s.true_count,
+    false_count: s.false_count,
+    pass_rate: passRateOf(s),
+    labels: s.labels,
+  };
+}
+
+export type ScoreSort = "count" | "mean" | "pass_rate";
+export type ScoreDimension = "model" | "agent" | "tag" | "tool";
+
+/** Keys in byte order (UTF-8), null last: the breakdowns' tie rule. */
+const byKey = (a: string | null, b: string | null) =>
+  a === b ? 0 : a === null ? 1 : b === null ? -1 : Buffer.compare(Buffer.from(a), Buffer.from(b));
+
+/**
+ * The top `limit` groups by `sort`, largest first (a group without the measure last), ties by
+ * key; the rest summed as `other` (null when there is no rest).
+ */
+export function rankScoreGroups(groups: Map<string | null, ScoreSums>, sort: ScoreSort, limit: number) {
+  const measure = (s: ScoreSums) => (sort === "count" ? s.count : sort === "mean" ? meanOf(s) : passRateOf(s));
+  const ranked = [...groups.entries()].sort(([ka, a], [kb, b]) => {
+    const ma = measure(a);
+    const mb = measure(b);
+    if (ma !== mb) {
+      if (ma === null) return 1;
+      if (mb === null) return -1;
+      return mb - ma;
+    }
+    return byKey(ka, kb);
+  });
+  const rest = ranked.slice(limit);
+  let other: ScoreSums | null = null;
+  for (const [, sums] of rest) {
+    other ??= emptyScoreSums();
+    mergeScoreSums(other, sums);
+  }
+  return { items: ranked.slice(0, limit).map(([key, sums]) => ({ key, sums })), other };
+}

@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 ac1a2aa0d5e05c4b1bf338410126c758a33c1fbf2b19541c002ba4e31cae7597. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 32414705a984d1f684b0f7fbf73e3028c0327975677e1df4b91f14fef09d9fd2. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -457,6 +457,89 @@ export interface paths {
          *     A bad query parameter is a 400 `Invalid request` whose `details` name it as `query.<name>`.
          */
         get: operations["getAnalyticsTimeseries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/analytics/scores": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A score's count, mean, pass rate and label counts per day or hour
+         * @description **Read API.** The scores named `name` of the project's sessions and their events, one
+         *     point per time bucket, every bucket of the range present (an empty one with `count` 0).
+         *     A score is placed in the bucket that holds its `timestamp` (when the judgement was made).
+         *     Scores of a conversation (no session) are not counted here; `listScores` lists them.
+         *
+         *     **Buckets, range and time zone** as `getAnalyticsTimeseries`: `bucket` `day` (the
+         *     default) or `hour` in the IANA zone `tz` (`UTC` by default; an unknown name is a 400
+         *     naming `query.tz`); `from` (included) and `to` (excluded), G6; without `to`, the end of
+         *     the bucket that holds now; without `from`, 30 days or 48 hours before it; `to` at or
+         *     before `from` is a 400 naming `query.to`, more than 1000 buckets one naming `query.from`.
+         *
+         *     **Measures** of a point (`ScoreMeasures`): `count` (every score of the name), and by data
+         *     type: numeric scores' `numeric_count`, `mean`, `min`, `max`; booleans' `true_count`,
+         *     `false_count` and `pass_rate` (true ÷ booleans); categorical scores' count per label in
+         *     `labels`. A name whose scores have one data type (a score config makes sure of it) fills
+         *     one set; the others stay `null`/0/`{}`. Exact: read from the score analytics projection
+         *     (docs/decisions/037-scores.md), which every read catches up first, so a score stored
+         *     before the request is counted.
+         *
+         *     `source` keeps the scores of one source (`api`, `annotation`, `eval`).
+         *     A bad query parameter is a 400 `Invalid request` whose `details` name it as `query.<name>`.
+         */
+        get: operations["getScoreTimeseries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/analytics/scores/breakdown": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A score by model, agent, tag or tool; top N and the rest
+         * @description **Read API.** The scores named `name` whose `timestamp` is in [`from`, `to`), grouped by
+         *     `by`, with the measures of `getScoreTimeseries` per group: the top `limit` groups (1 to
+         *     100, default 10) by `sort`, largest first, ties by key (byte order, `null` last), and
+         *     `other`: the groups past the top `limit` taken together (a score in several of them
+         *     counts once per group), or `null` when there are none. Without `to`, now; without
+         *     `from`, 30 days before `to`; `to` at or before `from` is a 400 naming `query.to`.
+         *
+         *     **Groups** (`null`: the group of "none"); a score of an event or span judges that event,
+         *     a score of a session the whole session:
+         *     - `model`: an llm event's score is in its event's `model` group; any other score in the
+         *       group of each model the session's llm events used (as `getAnalyticsBreakdown` groups
+         *       them), so a session that used two models puts its session scores in both;
+         *     - `tool`: a tool event's score in its `name`'s group; any other in each tool the session
+         *       called;
+         *     - `agent`: the scored event's `agent_id` when it has one; else each agent of the session
+         *       (registered, or named by an event's `agent_id`);
+         *     - `tag`: each tag of the session.
+         *     A score naming an event the session does not have (yet) counts as a score of the session.
+         *
+         *     `sort`: `count` (the default), `mean` (numeric scores; groups without one last) or
+         *     `pass_rate` (booleans; groups without one last). Exact: read from the score analytics
+         *     projection, caught up first (docs/decisions/037-scores.md).
+         *
+         *     A bad query parameter is a 400 `Invalid request` whose `details` name it as `query.<name>`.
+         */
+        get: operations["getScoreBreakdown"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2536,6 +2619,59 @@ export interface components {
         AnalyticsGroup: {
             key: string | null;
         } & components["schemas"]["AnalyticsMeasures"];
+        /** @description What a set of scores of one name says (getScoreTimeseries). */
+        ScoreMeasures: {
+            /** @description Every score of the set. */
+            count: number;
+            /** @description Its numeric scores. */
+            numeric_count: number;
+            /** @description The mean of the numeric scores; `null` without one. */
+            mean: number | null;
+            /** @description The smallest numeric score; `null` without one. */
+            min: number | null;
+            /** @description The largest numeric score; `null` without one. */
+            max: number | null;
+            /** @description Boolean scores that are `true`. */
+            true_count: number;
+            /** @description Boolean scores that are `false`. */
+            false_count: number;
+            /** @description `true_count` ÷ (`true_count` + `false_count`); `null` without a boolean score. */
+            pass_rate: number | null;
+            /** @description Categorical scores, how many of each label. */
+            labels: {
+                [key: string]: number;
+            };
+        };
+        ScoreTimeseriesResponse: {
+            /** @constant */
+            status: "success";
+            name: string;
+            /** @enum {string} */
+            bucket: "day" | "hour";
+            /** @description The time zone as given (`UTC` when absent). */
+            tz: string;
+            /** @description The range's start (included), G6 UTC. */
+            from: string;
+            /** @description The range's end (excluded), G6 UTC. */
+            to: string;
+            points: ({
+                /** @description The bucket's start, in the zone's offset. */
+                start: string;
+            } & components["schemas"]["ScoreMeasures"])[];
+        };
+        ScoreBreakdownResponse: {
+            /** @constant */
+            status: "success";
+            name: string;
+            /** @enum {string} */
+            by: "model" | "agent" | "tag" | "tool";
+            from: string;
+            to: string;
+            items: ({
+                key: string | null;
+            } & components["schemas"]["ScoreMeasures"])[];
+            other: null | components["schemas"]["ScoreMeasures"];
+        };
         AnalyticsTimeseriesResponse: {
             /**
              * @description How the points' `duration_ms` percentiles were found: `exact` (nearest-rank over every
@@ -3323,6 +3459,23 @@ export interface components {
          * @example Europe/Lisbon
          */
         AnalyticsTz: string;
+        /**
+         * @description The score's name; required.
+         * @example helpfulness
+         */
+        ScoreAnalyticsName: string;
+        /** @description Only scores from this source. */
+        ScoreAnalyticsSource: components["schemas"]["ScoreSource"];
+        /**
+         * @description The range's start, included (G6); scores are placed by their `timestamp`. See the operation for the default.
+         * @example 2026-11-01T00:00:00Z
+         */
+        ScoreAnalyticsFrom: string;
+        /**
+         * @description The range's end, excluded (G6). See the operation for the default.
+         * @example 2026-12-01T00:00:00Z
+         */
+        ScoreAnalyticsTo: string;
         /**
          * @description The range's start, included (G6); sessions are placed by `init_timestamp`. See the operation for the default.
          * @example 2026-11-01T00:00:00Z
@@ -4192,6 +4345,187 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["AnalyticsTimeseriesResponse"];
+                };
+            };
+            400: components["responses"]["InvalidQuery"];
+            401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getScoreTimeseries: {
+        parameters: {
+            query: {
+                /**
+                 * @description The score's name; required.
+                 * @example helpfulness
+                 */
+                name: components["parameters"]["ScoreAnalyticsName"];
+                /** @description Only scores from this source. */
+                source?: components["parameters"]["ScoreAnalyticsSource"];
+                /**
+                 * @description `day` (the default) or `hour`.
+                 * @example day
+                 */
+                bucket?: "day" | "hour";
+                /**
+                 * @description The IANA time zone of the buckets (`Europe/Lisbon`); `UTC` when absent. An unknown name is a 400.
+                 * @example Europe/Lisbon
+                 */
+                tz?: components["parameters"]["AnalyticsTz"];
+                /**
+                 * @description The range's start, included (G6); scores are placed by their `timestamp`. See the operation for the default.
+                 * @example 2026-11-01T00:00:00Z
+                 */
+                from?: components["parameters"]["ScoreAnalyticsFrom"];
+                /**
+                 * @description The range's end, excluded (G6). See the operation for the default.
+                 * @example 2026-12-01T00:00:00Z
+                 */
+                to?: components["parameters"]["ScoreAnalyticsTo"];
+            };
+            header?: {
+                /** @description With a browser session, the project the request acts in (its name). Ignored with an API key, whose project is its own. */
+                "X-Agentmon-Project"?: components["parameters"]["Project"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One point per bucket of the range, in time order. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "name": "helpfulness",
+                     *       "bucket": "day",
+                     *       "tz": "UTC",
+                     *       "from": "2026-11-26T00:00:00Z",
+                     *       "to": "2026-11-28T00:00:00Z",
+                     *       "points": [
+                     *         {
+                     *           "start": "2026-11-26T00:00:00+00:00",
+                     *           "count": 0,
+                     *           "numeric_count": 0,
+                     *           "mean": null,
+                     *           "min": null,
+                     *           "max": null,
+                     *           "true_count": 0,
+                     *           "false_count": 0,
+                     *           "pass_rate": null,
+                     *           "labels": {}
+                     *         },
+                     *         {
+                     *           "start": "2026-11-27T00:00:00+00:00",
+                     *           "count": 4,
+                     *           "numeric_count": 4,
+                     *           "mean": 0.725,
+                     *           "min": 0.4,
+                     *           "max": 1,
+                     *           "true_count": 0,
+                     *           "false_count": 0,
+                     *           "pass_rate": null,
+                     *           "labels": {}
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ScoreTimeseriesResponse"];
+                };
+            };
+            400: components["responses"]["InvalidQuery"];
+            401: components["responses"]["InvalidApiKey"];
+            403: components["responses"]["MissingScope"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getScoreBreakdown: {
+        parameters: {
+            query: {
+                /**
+                 * @description The score's name; required.
+                 * @example helpfulness
+                 */
+                name: components["parameters"]["ScoreAnalyticsName"];
+                /**
+                 * @description What to group by; required.
+                 * @example model
+                 */
+                by: "model" | "agent" | "tag" | "tool";
+                /**
+                 * @description The most groups in `items`, 1 to 100; 10 when absent. The rest are `other`.
+                 * @example 10
+                 */
+                limit?: number;
+                /**
+                 * @description What ranks the groups, largest first; `count` when absent.
+                 * @example count
+                 */
+                sort?: "count" | "mean" | "pass_rate";
+                /** @description Only scores from this source. */
+                source?: components["parameters"]["ScoreAnalyticsSource"];
+                /**
+                 * @description The range's start, included (G6); scores are placed by their `timestamp`. See the operation for the default.
+                 * @example 2026-11-01T00:00:00Z
+                 */
+                from?: components["parameters"]["ScoreAnalyticsFrom"];
+                /**
+                 * @description The range's end, excluded (G6). See the operation for the default.
+                 * @example 2026-12-01T00:00:00Z
+                 */
+                to?: components["parameters"]["ScoreAnalyticsTo"];
+            };
+            header?: {
+                /** @description With a browser session, the project the request acts in (its name). Ignored with an API key, whose project is its own. */
+                "X-Agentmon-Project"?: components["parameters"]["Project"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The top groups and the rest. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": "success",
+                     *       "name": "thumbs",
+                     *       "by": "model",
+                     *       "from": "2026-10-28T10:00:00Z",
+                     *       "to": "2026-11-27T10:00:00Z",
+                     *       "items": [
+                     *         {
+                     *           "key": "gpt-4o",
+                     *           "count": 10,
+                     *           "numeric_count": 0,
+                     *           "mean": null,
+                     *           "min": null,
+                     *           "max": null,
+                     *           "true_count": 8,
+                     *           "false_count": 2,
+                     *           "pass_rate": 0.8,
+                     *           "labels": {}
+                     *         }
+                     *       ],
+                     *       "other": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ScoreBreakdownResponse"];
                 };
             };
             400: components["responses"]["InvalidQuery"];

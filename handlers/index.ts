@@ -31,6 +31,8 @@ import { getMetrics } from "./getMetrics.ts";
 import { getOpenapiSpec } from "./getOpenapiSpec.ts";
 import { getReadiness } from "./getReadiness.ts";
 import { getScore } from "./getScore.ts";
+import { getScoreBreakdown } from "./getScoreBreakdown.ts";
+import { getScoreTimeseries } from "./getScoreTimeseries.ts";
 import { getSession } from "./getSession.ts";
 import { getSessionLogs } from "./getSessionLogs.ts";
 import { getSessionStats } from "./getSessionStats.ts";
@@ -89,6 +91,8 @@ export const createHandlers = (deps: Deps) =>
     deleteSessions: deleteSessions(deps),
     getAnalyticsTimeseries: getAnalyticsTimeseries(deps),
     getAnalyticsBreakdown: getAnalyticsBreakdown(deps),
+    getScoreTimeseries: getScoreTimeseries(deps),
+    getScoreBreakdown: getScoreBreakdown(deps),
     getHealth: getHealth(deps),
     getReadiness: getReadiness(deps),
     getMetrics: getMetrics(deps),

@@ -80,7 +80,11 @@ export async function upsertAgent(tx: pg.ClientBase, pk: number, agent: AgentRec
     "INSERT INTO agents (session_pk, id, name, extra) VALUES ($1, $2, $3, $4) ON CONFLICT (session_pk, id) DO NOTHING",
     [pk, agent.id, agent.name, json(agent.extra)],
   );
-  if (added.rowCount === 1) return true;
+  if (added.rowCount === 1) {
+    // A new agent is a group of the session's scores (score analytics, decision 037).
+    await tx.query("INSERT INTO projection_queue (session_pk, kind) VALUES ($1, $2)", [pk, CHANGE.row]);
+    return true;
+  }
   const { rows } = await tx.query<{ name: string | null; extra: string }>(
     "SELECT name, extra FROM agents WHERE session_pk = $1 AND id = $2 FOR UPDATE",
     [pk, agent.id],

@@ -22,12 +22,16 @@ import { setTimeout as delay } from "node:timers/promises";
 import type pg from "pg";
 import { type Change, PROJECTIONS, type SessionTable, type SumTable, type Write } from "../projections/projections.ts";
 import { type EventFacts, fold, type SessionFacts, type Share, shareOf } from "../projections/share.ts";
+import type { Scored, ScoredEvent, ScoreFact } from "../projections/types.ts";
 import type { StorageStats } from "../store.ts";
 import { isRetryable } from "./errors.ts";
 
-/** How a session changed: its row only; events added (their ids); anything (count it again). */
-export const CHANGE = { row: 0, added: 1, again: 2 } as const;
-const { added: ADDED, again: AGAIN } = CHANGE;
+/**
+ * How a session changed: its row only; events added (their ids); anything (count it again); its
+ * scores (score analytics project it again, even when none is left). 3 is SQLite's reindex.
+ */
+export const CHANGE = { row: 0, added: 1, again: 2, scores: 4 } as const;
+const { added: ADDED, again: AGAIN, scores: SCORES } = CHANGE;
 
 /** The projector's advisory lock key; 0x61676d70 is "agmp" (migrations take "agmn"). */
 export const PROJECTOR_LOCK = 0x61676d70;
@@ -82,6 +86,12 @@ const TYPES: Record<string, string> = {
   level: "int4",
   bucket: "int4",
   cost: "float8",
+  // score_facts (db/projections/scores.ts)
+  name: "text",
+  data_type: "text",
+  num: "float8",
+  label: "text",
+  source: "text",
 };
 const typeOf = (column: string) => TYPES[column] ?? "int8";
 /** `unnest` of one array parameter per column, from $1 on. */
@@ -230,6 +240,8 @@ export function postgresProjector(pool: pg.Pool, readers: pg.Pool) {
     }
 
     const changes: Change[] = [];
+    /** Sessions whose score facts are made again even when they have no score (left). */
+    const rescored: number[] = [];
     const kept: [number, string][] = [];
     const dropped: number[] = [];
     for (const pk of pks) {
@@ -252,7 +264,10 @@ export function postgresProjector(pool: pg.Pool, readers: pg.Pool) {
       if (after) kept.push([pk, JSON.stringify(after)]);
       else if (before) dropped.push(pk);
       if (before || after) changes.push({ pk, before, after });
+      if (row === undefined || bySession.get(pk)?.some((e) => e.kind === SCORES)) rescored.push(pk);
     }
+    const loaded = await scoredOf(db, pks, rescored);
+    for (const change of changes) change.scored = loaded.get(change.pk);
     if (kept.length > 0) {
       await db.query(
         `INSERT INTO session_shares (session_pk, share) SELECT * FROM unnest($1::int8[], $2::text[])
@@ -398,3 +413,54 @@ async function replace(db: pg.ClientBase, table: SessionTable, pks: number[], ro
 }
 
 export type PostgresProjector = ReturnType<typeof postgresProjector>;
+
+/**
+ * Score analytics' inputs (db/projections/scores.ts), as db/sqlite/projector.ts reads them: for
+ * the sessions of a batch that have scores, and those in `also`, their scores, tags, agents and
+ * scored events; only the first statement when no session of the batch has a score.
+ */
+async function scoredOf(db: pg.ClientBase, pks: number[], also: readonly number[]): Promise<Map<number, Scored>> {
+  const found = new Map<number, Scored>();
+  const of = (pk: number) => {
+    let s = found.get(pk);
+    if (s === undefined) {
+      s = { scores: [], tags: [], agents: [], events: [] };
+      found.set(pk, s);
+    }
+    return s;
+  };
+  for (const pk of also) of(pk);
+  const { rows: scores } = await db.query<ScoreFact & { session_pk: number }>(
+    `SELECT session_pk, pk, name, data_type, num, label, source, time_us, event_id FROM scores
+     WHERE session_pk = ANY($1::int8[]) ORDER BY pk`,
+    [pks],
+  );
+  const named: { pk: number; id: string }[] = [];
+  for (const { session_pk, ...score } of scores) {
+    of(session_pk).scores.push(score);
+    if (score.event_id !== null) named.push({ pk: session_pk, id: score.event_id });
+  }
+  const scored = [...found.entries()].filter(([, s]) => s.scores.length > 0).map(([pk]) => pk);
+  if (scored.length === 0) return found;
+  const { rows: tags } = await db.query<{ pk: number; tags: string[] | null }>(
+    "SELECT pk, tags FROM sessions WHERE pk = ANY($1::int8[])",
+    [scored],
+  );
+  for (const row of tags) of(row.pk).tags = row.tags ?? [];
+  const { rows: agents } = await db.query<{ pk: number; agent: string }>(
+    `SELECT session_pk AS pk, id AS agent FROM agents WHERE session_pk = ANY($1::int8[])
+     UNION SELECT session_pk, agent_id FROM events WHERE agent_id IS NOT NULL AND session_pk = ANY($1::int8[])`,
+    [scored],
+  );
+  for (const row of agents) of(row.pk).agents.push(row.agent);
+  if (named.length > 0) {
+    const { rows: events } = await db.query<ScoredEvent & { pk: number }>(
+      `SELECT e.session_pk AS pk, e.id, e.type, e.model, CASE WHEN e.type = 'tool' THEN e.body::json ->> 'name' END AS tool,
+         e.agent_id AS agent
+       FROM unnest($1::int8[], $2::text[]) AS n (pk, id) JOIN events e ON e.session_pk = n.pk AND e.id = n.id`,
+      [named.map((n) => n.pk), named.map((n) => n.id)],
+    );
+    for (const { pk, ...event } of events) of(pk).events.push(event);
+  }
+  return found;
+}

@@ -3,8 +3,16 @@
  * db/sqlite/scores.ts. A batch is one statement inside the group commit's transaction of its call.
  */
 import type pg from "pg";
-import type { ScoreChanges, ScoreConfigRecord, ScoreFilter, ScoreRecord } from "../../domain/scores.ts";
-import { valueColumns } from "../../domain/scores.ts";
+import type { Range } from "../../domain/analytics.ts";
+import type {
+  ScoreChanges,
+  ScoreConfigRecord,
+  ScoreDimension,
+  ScoreFilter,
+  ScoreGroupRow,
+  ScoreRecord,
+} from "../../domain/scores.ts";
+import { emptyScoreSums, valueColumns } from "../../domain/scores.ts";
 import type { Position } from "../../domain/types.ts";
 import {
   configOfRow,
@@ -15,11 +23,25 @@ import {
   type ScoreConfigRow,
   type ScoreRow,
   scoreConditions,
+  scoreFactsQuery,
   scoreOfRow,
   scoreValues,
+  sumsByGroup,
 } from "../scores.ts";
+import type { ScoreAnalyticsQuery } from "../store.ts";
+import { CHANGE } from "./projector.ts";
 
 type Queryable = pg.Pool | pg.ClientBase;
+
+/**
+ * A statement that changes scores, wrapped to queue their sessions for the projector (score
+ * analytics, decision 037) in the same statement; answers how many scores it changed as `n`.
+ */
+const queued = (sql: string) =>
+  `WITH changed AS (${sql} RETURNING session_pk),
+   queued AS (INSERT INTO projection_queue (session_pk, kind)
+     SELECT DISTINCT session_pk, ${CHANGE.scores} FROM changed WHERE session_pk IS NOT NULL ORDER BY session_pk)
+   SELECT count(*)::int AS n FROM changed`;
 
 const COLUMN_COUNT = SCORE_INSERT_COLUMNS.split(",").length;
 
@@ -31,7 +53,9 @@ export async function insertScoresAt(tx: pg.ClientBase, projectId: string, pk: n
       `(${Array.from({ length: COLUMN_COUNT }, (_, column) => `$${row * COLUMN_COUNT + column + 1}`).join(", ")})`,
   );
   await tx.query(
-    `INSERT INTO scores (${SCORE_INSERT_COLUMNS}) VALUES ${tuples.join(", ")} ON CONFLICT (project_id, id) DO NOTHING`,
+    queued(
+      `INSERT INTO scores (${SCORE_INSERT_COLUMNS}) VALUES ${tuples.join(", ")} ON CONFLICT (project_id, id) DO NOTHING`,
+    ),
     scores.flatMap((score) => scoreValues(projectId, pk, score)),
   );
 }
@@ -59,11 +83,13 @@ export async function insertScores(
     (_, row) =>
       `(${Array.from({ length: COLUMN_COUNT }, (_, column) => `$${row * COLUMN_COUNT + column + 1}`).join(", ")})`,
   );
-  const { rowCount } = await tx.query(
-    `INSERT INTO scores (${SCORE_INSERT_COLUMNS}) VALUES ${tuples.join(", ")} ON CONFLICT (project_id, id) DO NOTHING`,
+  const { rows: stored } = await tx.query<{ n: number }>(
+    queued(
+      `INSERT INTO scores (${SCORE_INSERT_COLUMNS}) VALUES ${tuples.join(", ")} ON CONFLICT (project_id, id) DO NOTHING`,
+    ),
     values,
   );
-  return { stored: rowCount ?? 0 };
+  return { stored: stored[0]?.n ?? 0 };
 }
 
 export async function getScore(db: Queryable, projectId: string, id: string) {
@@ -93,9 +119,9 @@ export async function listScores(
 
 export async function updateScore(tx: pg.ClientBase, projectId: string, id: string, changes: ScoreChanges) {
   const { num, label } = valueColumns(changes.data_type, changes.value);
-  const { rowCount } = await tx.query(
-    `UPDATE scores SET data_type = $3, num = $4, label = $5, comment = $6, metadata = $7, timestamp = $8,
-     time_us = $9, updated_at = $10 WHERE project_id = $1 AND id = $2`,
+  const { rows } = await tx.query<{ n: number }>(
+    queued(`UPDATE scores SET data_type = $3, num = $4, label = $5, comment = $6, metadata = $7, timestamp = $8,
+     time_us = $9, updated_at = $10 WHERE project_id = $1 AND id = $2`),
     [
       projectId,
       id,
@@ -109,12 +135,15 @@ export async function updateScore(tx: pg.ClientBase, projectId: string, id: stri
       changes.updated_at,
     ],
   );
-  return rowCount === 0 ? undefined : getScore(tx, projectId, id);
+  return rows[0]?.n === 0 ? undefined : getScore(tx, projectId, id);
 }
 
 export async function deleteScore(db: Queryable, projectId: string, id: string) {
-  const { rowCount } = await db.query("DELETE FROM scores WHERE project_id = $1 AND id = $2", [projectId, id]);
-  return (rowCount ?? 0) > 0;
+  const { rows } = await db.query<{ n: number }>(queued("DELETE FROM scores WHERE project_id = $1 AND id = $2"), [
+    projectId,
+    id,
+  ]);
+  return (rows[0]?.n ?? 0) > 0;
 }
 
 export async function putScoreConfig(db: Queryable, projectId: string, config: ScoreConfigRecord) {
@@ -145,4 +174,43 @@ export async function listScoreConfigs(db: Queryable, projectId: string) {
     [projectId],
   );
   return rows.map(configOfRow);
+}
+
+/** The engine's placeholders for scoreFactsQuery: $1, $2, ... in the order of `values`. */
+const placeholders = () => {
+  const values: unknown[] = [];
+  const p = (value: unknown) => {
+    values.push(value);
+    return `$${values.length}`;
+  };
+  return { values, p };
+};
+
+/** Store.scoreSeries (the caller catches the projector up first). */
+export async function scoreSeries(db: Queryable, projectId: string, query: ScoreAnalyticsQuery, ranges: Range[]) {
+  const { values, p } = placeholders();
+  const lo = p(ranges.map((r) => r.lo));
+  const hi = p(ranges.map((r) => r.hi));
+  const from = `unnest(${lo}::int8[], ${hi}::int8[]) WITH ORDINALITY AS r (lo, hi, i)
+    JOIN score_facts f ON f.time_us >= r.lo AND f.time_us < r.hi`;
+  const { rows } = await db.query<ScoreGroupRow & { g: string }>(
+    scoreFactsQuery(from, "r.i", query, p, projectId, ""),
+    values,
+  );
+  const groups = sumsByGroup(rows.map((row) => ({ ...row, g: Number(row.g) - 1 })));
+  return ranges.map((_, i) => groups.get(i) ?? emptyScoreSums());
+}
+
+/** Store.scoreBreakdown (the caller catches the projector up first). */
+export async function scoreBreakdown(
+  db: Queryable,
+  projectId: string,
+  query: ScoreAnalyticsQuery & { by: ScoreDimension; from_us: number; to_us: number },
+) {
+  const { values, p } = placeholders();
+  const { rows } = await db.query<ScoreGroupRow & { g: string | null }>(
+    scoreFactsQuery("score_facts f", "f.key", query, p, projectId, query.by, query),
+    values,
+  );
+  return [...sumsByGroup(rows).entries()].map(([key, sums]) => ({ key, sums }));
 }

@@ -368,6 +368,10 @@ function postgresStore(
       deleteScore: (projectId, id) => write(1, undefined, projectId, (tx) => scores.deleteScore(tx, projectId, id)),
       putScoreConfig: (projectId, config) => scores.putScoreConfig(writers, projectId, config),
       listScoreConfigs: (projectId) => scores.listScoreConfigs(readers, projectId),
+      scoreSeries: current((projectId, query, ranges) =>
+        snapshot((tx) => scores.scoreSeries(tx, projectId, query, ranges)),
+      ),
+      scoreBreakdown: current((projectId, query) => snapshot((tx) => scores.scoreBreakdown(tx, projectId, query))),
 
       importPrices: async (text, source, now) => {
         await group.write(1, undefined, (tx) =>

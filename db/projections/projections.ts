@@ -8,51 +8,11 @@
  */
 import { histogramBucket } from "../../domain/analytics.ts";
 import { TOTALS_COLUMNS } from "../rows.ts";
+import { scoreFacts } from "./scores.ts";
 import { type Bucket, durationOf, SEP, type Share } from "./share.ts";
+import type { Change, Projection, SessionTable, SumTable, Write } from "./types.ts";
 
-/** A session in a batch: its share as projected so far (none: new) and now (none: deleted). */
-export interface Change {
-  pk: number;
-  before: Share | undefined;
-  after: Share | undefined;
-}
-
-/**
- * A table of sums: a row per key, written by adding signed amounts; the largest of `max` is kept;
- * a row whose `count` falls to 0 is removed (nothing is left in it).
- */
-export interface SumTable {
-  name: string;
-  keys: readonly string[];
-  sums: readonly string[];
-  /** The column that counts what is in the row (one of `sums`). */
-  count: string;
-  max?: string;
-}
-
-/** A table of rows per session, replaced whole for the sessions of a batch. */
-export interface SessionTable {
-  name: string;
-  /** Its columns, session_pk first. */
-  columns: readonly string[];
-}
-
-export type Write =
-  /** Rows of `table`: keys, then signed sums, then the max when the table has one. */
-  | { kind: "add"; table: SumTable; rows: unknown[][] }
-  /** The rows of these sessions replaced by `rows` (session_pk first). */
-  | { kind: "replace"; table: SessionTable; pks: number[]; rows: unknown[][] }
-  /** Columns of the sessions' rows set: [pk, ...values] in the order of `columns`. */
-  | { kind: "session"; columns: readonly string[]; rows: unknown[][] };
-
-export interface Projection {
-  /** Its name, for `agentmon rebuild <name>`, and its version: a new one is rebuilt. */
-  name: string;
-  version: number;
-  /** The tables a rebuild empties first. */
-  tables: readonly string[];
-  apply(changes: readonly Change[]): Write[];
-}
+export type { Change, Projection, SessionTable, SumTable, Write };
 
 const HOUR_US = 3_600_000_000;
 const DAY_US = 86_400_000_000;
@@ -231,4 +191,4 @@ export const eventRollups: Projection = {
 };
 
 /** Every projection, in the order the projector applies them. */
-export const PROJECTIONS: readonly Projection[] = [totals, sessionRollups, eventRollups];
+export const PROJECTIONS: readonly Projection[] = [totals, sessionRollups, eventRollups, scoreFacts];

@@ -121,6 +121,8 @@ export function eventStatements(db: Db, projector: SqliteProjector) {
       const name = agent.name ?? stored?.name ?? null;
       const extra = { ...(stored ? parse<JsonObject>(stored.extra) : {}), ...agent.extra };
       q.agentUpsert.run(pk, agent.id, name, json(extra));
+      // A new agent is a group of the session's scores (score analytics, decision 037).
+      if (stored === undefined) projector.queue(pk, CHANGE.row);
       return true;
     },
   };

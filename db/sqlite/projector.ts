@@ -13,6 +13,7 @@ import type Database from "better-sqlite3";
 import { histogramBucket } from "../../domain/analytics.ts";
 import { type Change, PROJECTIONS, type SessionTable, type SumTable, type Write } from "../projections/projections.ts";
 import { type EventFacts, factsOfRow, fold, type SessionFacts, type Share, shareOf } from "../projections/share.ts";
+import type { Scored, ScoredEvent, ScoreFact } from "../projections/types.ts";
 import type { EventRow } from "../rows.ts";
 
 // The type from better-sqlite3, not from ./open.ts, which imports this file (no import cycle).
@@ -20,11 +21,12 @@ type Db = Database.Database;
 
 /**
  * How a session changed: its row only; events added (pks lo..hi); anything (count it again from
- * its rows); events lo..hi to index again (their body changed: migration 012's trigger queues it).
+ * its rows); events lo..hi to index again (their body changed: migration 012's trigger queues it);
+ * its scores changed (score analytics project it again, even when none is left).
  */
-export const CHANGE = { row: 0, added: 1, again: 2, reindex: 3 } as const;
+export const CHANGE = { row: 0, added: 1, again: 2, reindex: 3, scores: 4 } as const;
 export type ChangeKind = (typeof CHANGE)[keyof typeof CHANGE];
-const { added: ADDED, again: AGAIN, reindex: REINDEX } = CHANGE;
+const { added: ADDED, again: AGAIN, reindex: REINDEX, scores: SCORES } = CHANGE;
 
 /** Each projection's version, as the meta table keeps what the database was projected with. */
 const VERSIONS = JSON.stringify(Object.fromEntries(PROJECTIONS.map((p) => [p.name, p.version])));
@@ -145,6 +147,7 @@ export function sqliteProjector(db: Db) {
        WHERE text <> '' ORDER BY pk`,
     ),
   };
+  const scored = scoredStatements(db);
   const statements = new Map<string, Database.Statement<unknown[]>>();
   const prepared = (sql: string) => {
     let statement = statements.get(sql);
@@ -180,6 +183,8 @@ export function sqliteProjector(db: Db) {
       else bySession.set(entry.session_pk, [entry]);
     }
     const changes: Change[] = [];
+    /** Sessions whose score facts are made again even when they have no score (left). */
+    const rescored: number[] = [];
     /** [session pk, lo, hi] of the events to index from their stored bodies. */
     const fromBodies: [number, number, number][] = [];
     /** Events to index with the words their writer gave: pk, words. */
@@ -222,7 +227,10 @@ export function sqliteProjector(db: Db) {
       if (after) q.putShare.run(pk, JSON.stringify(after));
       else if (before) q.dropShare.run(pk);
       if (before || after) changes.push({ pk, before, after });
+      if (row === undefined || mine.some((e) => e.kind === SCORES)) rescored.push(pk);
     }
+    const loaded = scored(pks, rescored);
+    for (const change of changes) change.scored = loaded.get(change.pk);
     for (const projection of PROJECTIONS) for (const write of projection.apply(changes)) run(write);
     // Handed words only for sessions not counted again (their events may have changed or gone).
     if (withWords.length > 0) q.indexGiven.run(JSON.stringify(withWords));
@@ -388,7 +396,10 @@ export function sqliteProjector(db: Db) {
     checkVersions: db.transaction(() => {
       if (db.readonly) return;
       const stored = db.prepare<[], string>("SELECT value FROM meta WHERE key = 'projections'").pluck().get();
-      if (stored !== undefined && stored !== VERSIONS) projector.rebuild();
+      // A projection added since (not in the stored list) is filled by the migration that made its
+      // table, which queues the sessions it needs; one whose version changed is rebuilt with all.
+      const known = stored === undefined ? {} : (JSON.parse(stored) as Record<string, number>);
+      if (PROJECTIONS.some((p) => p.name in known && known[p.name] !== p.version)) projector.rebuild();
       if (stored !== VERSIONS) {
         db.prepare(
           "INSERT INTO meta (key, value) VALUES ('projections', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -404,3 +415,62 @@ export function sqliteProjector(db: Db) {
 }
 
 export type SqliteProjector = ReturnType<typeof sqliteProjector>;
+
+/**
+ * Score analytics' inputs (db/projections/scores.ts): for the sessions of a batch that have
+ * scores, and those in `also` (their scores changed, or they are gone), their scores, tags,
+ * agents and scored events; one statement each for the whole batch, only the first when no
+ * session of the batch has a score.
+ */
+function scoredStatements(db: Db) {
+  const inList = "(SELECT value FROM json_each(?))";
+  const q = {
+    scores: db.prepare<[string], ScoreFact & { session_pk: number }>(
+      `SELECT session_pk, pk, name, data_type, num, label, source, time_us, event_id FROM scores
+       WHERE session_pk IN ${inList} ORDER BY pk`,
+    ),
+    tags: db.prepare<[string], { pk: number; tags: string | null }>(
+      `SELECT pk, tags FROM sessions WHERE pk IN ${inList}`,
+    ),
+    agents: db.prepare<[string, string], { pk: number; agent: string }>(
+      `SELECT session_pk AS pk, id AS agent FROM agents WHERE session_pk IN ${inList}
+       UNION SELECT session_pk, CAST(agent_id AS TEXT) FROM events WHERE agent_id IS NOT NULL AND session_pk IN ${inList}`,
+    ),
+    events: db.prepare<[string], ScoredEvent & { pk: number }>(
+      `SELECT e.session_pk AS pk, e.id, e.type, e.model, CAST(json_extract(e.body, '$.name') AS TEXT) AS tool,
+         e.agent_id AS agent
+       FROM json_each(?) j JOIN events e ON e.session_pk = j.value ->> 0 AND e.id = j.value ->> 1`,
+    ),
+  };
+  return (pks: number[], also: readonly number[]): Map<number, Scored> => {
+    const found = new Map<number, Scored>();
+    const of = (pk: number) => {
+      let s = found.get(pk);
+      if (s === undefined) {
+        s = { scores: [], tags: [], agents: [], events: [] };
+        found.set(pk, s);
+      }
+      return s;
+    };
+    for (const pk of also) of(pk);
+    const named: [number, string][] = [];
+    for (const { session_pk, ...score } of q.scores.all(JSON.stringify(pks))) {
+      of(session_pk).scores.push(score);
+      if (score.event_id !== null) named.push([session_pk, score.event_id]);
+    }
+    const scoredPks = [...found.entries()].filter(([, s]) => s.scores.length > 0).map(([pk]) => pk);
+    if (scoredPks.length === 0) return found;
+    const list = JSON.stringify(scoredPks);
+    for (const { pk, tags } of q.tags.all(list)) {
+      const parsed = tags === null ? [] : (JSON.parse(tags) as unknown[]);
+      of(pk).tags = parsed.filter((tag): tag is string => typeof tag === "string");
+    }
+    for (const { pk, agent } of q.agents.all(list, list)) of(pk).agents.push(agent);
+    if (named.length > 0) {
+      for (const { pk, type, tool, ...event } of q.events.all(JSON.stringify(named))) {
+        of(pk).events.push({ ...event, type, tool: type === "tool" ? tool : null });
+      }
+    }
+    return found;
+  };
+}

@@ -2,8 +2,16 @@
  * Scores on SQLite (issue 25, migration 014-scores.sql): raw rows, written inside the group
  * commit's savepoint of their call (store.ts), so a batch is all or nothing.
  */
-import type { ScoreChanges, ScoreConfigRecord, ScoreFilter, ScoreRecord } from "../../domain/scores.ts";
-import { valueColumns } from "../../domain/scores.ts";
+import type { Range } from "../../domain/analytics.ts";
+import type {
+  ScoreChanges,
+  ScoreConfigRecord,
+  ScoreDimension,
+  ScoreFilter,
+  ScoreGroupRow,
+  ScoreRecord,
+} from "../../domain/scores.ts";
+import { emptyScoreSums, valueColumns } from "../../domain/scores.ts";
 import type { Position } from "../../domain/types.ts";
 import {
   configOfRow,
@@ -14,12 +22,23 @@ import {
   type ScoreConfigRow,
   type ScoreRow,
   scoreConditions,
+  scoreFactsQuery,
   scoreOfRow,
   scoreValues,
+  sumsByGroup,
 } from "../scores.ts";
+import type { ScoreAnalyticsQuery } from "../store.ts";
 import type { Db } from "./open.ts";
 
-export function scoreStatements(db: Db, pkOf: (projectId: string, sessionId: string) => number | undefined) {
+/**
+ * `queued`: a session's scores changed (score analytics are a projection: the projector makes
+ * them again; decision 037), called inside the call's savepoint.
+ */
+export function scoreStatements(
+  db: Db,
+  pkOf: (projectId: string, sessionId: string) => number | undefined,
+  queued: (sessionPk: number) => void,
+) {
   const q = {
     insert: db.prepare(
       `INSERT INTO scores (${SCORE_INSERT_COLUMNS}) VALUES (${SCORE_INSERT_COLUMNS.split(",")
@@ -31,9 +50,11 @@ export function scoreStatements(db: Db, pkOf: (projectId: string, sessionId: str
     update: db.prepare(
       `UPDATE scores SET data_type = @data_type, num = @num, label = @label, comment = @comment,
        metadata = @metadata, timestamp = @timestamp, time_us = @time_us, updated_at = @updated_at
-       WHERE project_id = @project_id AND id = @id`,
+       WHERE project_id = @project_id AND id = @id RETURNING session_pk`,
     ),
-    delete: db.prepare("DELETE FROM scores WHERE project_id = ? AND id = ?"),
+    delete: db.prepare<[string, string], { session_pk: number | null }>(
+      "DELETE FROM scores WHERE project_id = ? AND id = ? RETURNING session_pk",
+    ),
     configUpsert: db.prepare<unknown[], ScoreConfigRow>(
       `INSERT INTO score_configs (project_id, ${SCORE_CONFIG_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (project_id, name) DO UPDATE SET data_type = excluded.data_type, min = excluded.min,
@@ -46,6 +67,16 @@ export function scoreStatements(db: Db, pkOf: (projectId: string, sessionId: str
     ),
   };
 
+  const statements = new Map<string, ReturnType<typeof db.prepare<unknown[]>>>();
+  const statement = (sql: string) => {
+    let made = statements.get(sql);
+    if (made === undefined) {
+      made = db.prepare<unknown[]>(sql);
+      statements.set(sql, made);
+    }
+    return made;
+  };
+
   return {
     /** Store.insertScores, in the caller's savepoint. */
     insert(projectId: string, scores: ScoreRecord[]): { stored: number } | { missing: number[] } {
@@ -53,14 +84,21 @@ export function scoreStatements(db: Db, pkOf: (projectId: string, sessionId: str
       const missing = pks.flatMap((pk, index) => (pk === undefined ? [index] : []));
       if (missing.length > 0) return { missing };
       let stored = 0;
+      const changed = new Set<number>();
       scores.forEach((score, index) => {
-        stored += q.insert.run(scoreValues(projectId, pks[index] ?? null, score)).changes;
+        const pk = pks[index] ?? null;
+        const added = q.insert.run(scoreValues(projectId, pk, score)).changes;
+        stored += added;
+        if (added > 0 && pk !== null) changed.add(pk);
       });
+      for (const pk of changed) queued(pk);
       return { stored };
     },
     /** T18: scores of one session (its pk known), in the caller's savepoint; a stored id changes nothing. */
     insertAt(projectId: string, pk: number, scores: ScoreRecord[]) {
-      for (const score of scores) q.insert.run(scoreValues(projectId, pk, score));
+      let added = 0;
+      for (const score of scores) added += q.insert.run(scoreValues(projectId, pk, score)).changes;
+      if (added > 0) queued(pk);
     },
     get: (projectId: string, id: string) => {
       const row = q.get.get(projectId, id);
@@ -77,7 +115,7 @@ export function scoreStatements(db: Db, pkOf: (projectId: string, sessionId: str
     },
     update(projectId: string, id: string, changes: ScoreChanges) {
       const { num, label } = valueColumns(changes.data_type, changes.value);
-      const { changes: count } = q.update.run({
+      const changed = q.update.get({
         project_id: projectId,
         id,
         data_type: changes.data_type,
@@ -88,10 +126,16 @@ export function scoreStatements(db: Db, pkOf: (projectId: string, sessionId: str
         timestamp: changes.timestamp,
         time_us: changes.time_us,
         updated_at: changes.updated_at,
-      });
-      return count === 0 ? undefined : this.get(projectId, id);
+      }) as { session_pk: number | null } | undefined;
+      if (changed === undefined) return undefined;
+      if (changed.session_pk !== null) queued(changed.session_pk);
+      return this.get(projectId, id);
     },
-    delete: (projectId: string, id: string) => q.delete.run(projectId, id).changes > 0,
+    delete(projectId: string, id: string) {
+      const gone = q.delete.get(projectId, id);
+      if (gone?.session_pk != null) queued(gone.session_pk);
+      return gone !== undefined;
+    },
     putConfig(projectId: string, config: ScoreConfigRecord) {
       const row = q.configUpsert.get(
         projectId,
@@ -107,5 +151,32 @@ export function scoreStatements(db: Db, pkOf: (projectId: string, sessionId: str
       return configOfRow(row);
     },
     configs: (projectId: string) => q.configs.all(projectId).map(configOfRow),
+    /** Store.scoreSeries (the caller catches the projector up first). */
+    series(projectId: string, query: ScoreAnalyticsQuery, ranges: Range[]) {
+      const values: unknown[] = [];
+      const p = (value: unknown) => {
+        values.push(value);
+        return "?";
+      };
+      const lo = p(JSON.stringify(ranges.map((r) => r.lo)));
+      const hi = p(JSON.stringify(ranges.map((r) => r.hi)));
+      // Each range one index range of the facts (its bounds from one row of json_each).
+      const from = `json_each(${lo}) r CROSS JOIN score_facts f
+        ON f.time_us >= r.value AND f.time_us < json_extract(${hi}, '$[' || r.key || ']')`;
+      const sql = scoreFactsQuery(from, "r.key", query, p, projectId, "");
+      const groups = sumsByGroup(statement(sql).all(...values) as (ScoreGroupRow & { g: number })[]);
+      return ranges.map((_, i) => groups.get(i) ?? emptyScoreSums());
+    },
+    /** Store.scoreBreakdown (the caller catches the projector up first). */
+    breakdown(projectId: string, query: ScoreAnalyticsQuery & { by: ScoreDimension; from_us: number; to_us: number }) {
+      const values: unknown[] = [];
+      const p = (value: unknown) => {
+        values.push(value);
+        return "?";
+      };
+      const sql = scoreFactsQuery("score_facts f", "f.key", query, p, projectId, query.by, query);
+      const groups = sumsByGroup(statement(sql).all(...values) as (ScoreGroupRow & { g: string | null })[]);
+      return [...groups.entries()].map(([key, sums]) => ({ key, sums }));
+    },
   };
 }

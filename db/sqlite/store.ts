@@ -30,7 +30,7 @@ import { schemaVersion, versionOf } from "./migrate.ts";
 import type { Db } from "./open.ts";
 import { peopleStatements, TokenMismatch } from "./people.ts";
 import { priceStatements } from "./prices.ts";
-import { sqliteProjector } from "./projector.ts";
+import { CHANGE, sqliteProjector } from "./projector.ts";
 import { scoreStatements } from "./scores.ts";
 import { wordsOf } from "./search.ts";
 import { SessionTable } from "./sessions.ts";
@@ -108,7 +108,11 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
       return read(...args);
     };
   const people = peopleStatements(db);
-  const scores = scoreStatements(db, (projectId, sessionId) => sessions.pkOf(projectId, sessionId));
+  const scores = scoreStatements(
+    db,
+    (projectId, sessionId) => sessions.pkOf(projectId, sessionId),
+    (pk) => projector.queue(pk, CHANGE.scores),
+  );
   /** A write whose TokenMismatch (the savepoint rolled back) is answered `otherwise`. */
   const tokenWrite = <T, O>(run: () => T, otherwise: O) =>
     group.write(1, run).catch((error: unknown) => {
@@ -232,6 +236,8 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
     deleteScore: (projectId, id) => group.write(1, () => scores.delete(projectId, id)),
     putScoreConfig: (projectId, config) => group.write(1, () => scores.putConfig(projectId, config)),
     listScoreConfigs: async (projectId) => scores.configs(projectId),
+    scoreSeries: current((projectId, query, ranges) => scores.series(projectId, query, ranges)),
+    scoreBreakdown: current((projectId, query) => scores.breakdown(projectId, query)),
 
     importPrices: (text, source, now) => group.write(1, () => priceRows.import(text, source, now)),
     importedPrices: async () => priceRows.imported(),
