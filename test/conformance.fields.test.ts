@@ -234,6 +234,8 @@ t.test("every optional field of every JSON answer appears in some answer", async
       scores: [
         { id: "fields-1", name: "quality", value: 0.5, session_id: "v2-session", event_id: "e", comment: "c" },
         { id: "fields-2", name: "tone", value: "kind", conversation_id: "conv-42", metadata: { a: 1 } },
+        // A second session's: score analytics then have two groups, and `other` with limit=1.
+        { id: "fields-3", name: "quality", value: 0.9, session_id: TRACE_SESSION },
       ],
     }),
   );
@@ -260,6 +262,10 @@ t.test("every optional field of every JSON answer appears in some answer", async
     "/v2/sessions/v2-session/stats",
     `/v2/analytics/breakdown?by=model&limit=1&from=${encodeURIComponent(at(T0 - 3_600_000))}`,
     `/v2/analytics/timeseries?from=${encodeURIComponent(at(T0 - 3_600_000))}`,
+    "/v2/analytics/scores?name=quality",
+    "/v2/analytics/scores/breakdown?name=quality&by=model&limit=1",
+    "/v2/analytics/scores/breakdown?name=quality&by=agent&limit=1",
+    "/v2/analytics/scores/breakdown?name=quality&by=tag&limit=1",
   ];
   for (const url of reads) await ok(url, await read(api, url));
   // The ndjson export is checked for its media type only: its lines are ExportSessionResponse's documents.
