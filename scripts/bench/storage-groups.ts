@@ -31,6 +31,8 @@ export const RAW_TABLES = [
   "rate_buckets",
   "migrations",
   "agentmon_schema",
+  "scores",
+  "score_configs",
 ] as const;
 
 /** Projections, one line each (issue 24's list); FTS shadow tables and the prefixes are below. */
@@ -42,6 +44,7 @@ export const PROJECTION_TABLES = [
   "session_rollup_durations",
   "event_rollups",
   "event_rollup_durations",
+  "score_facts",
 ] as const;
 
 /** Indexes on sessions over the totals columns (sort by duration, cost, tokens, event count). */
