@@ -521,7 +521,7 @@ export const USAGE = `Usage:
                                           --project every record, the instance's acts included
   agentmon vacuum                         SQLite: rewrite the file, turning on incremental
                                           auto-vacuum; pauses writes while it runs
-  agentmon rebuild [--resume]             make every projection (totals, rollups, search index)
+  agentmon rebuild [--resume]             make every projection (totals, rollups, search index, score analytics)
                                           again from the raw rows, with progress; --resume
                                           finishes one that was stopped
 

@@ -1,5 +1,5 @@
 /**
- * `agentmon rebuild`: every projection (totals, rollups, the search index: docs/decisions/
+ * `agentmon rebuild`: every projection (totals, rollups, the search index, score analytics: docs/decisions/
  * 033-projections.md) emptied and made again from the raw rows, on either engine, printing its
  * progress. The work is the projector's queue, which is durable: stopped halfway, it is finished
  * by `agentmon rebuild --resume`, by a server, or by the first read that needs the projections.
