@@ -117,6 +117,8 @@ const REQUESTS: Record<string, { ok: number; send: Send }> = {
   exportSessions: { ok: 200, send: get("/v2/export?format=csv", keyHeader) },
   getAnalyticsTimeseries: { ok: 200, send: get("/v2/analytics/timeseries?bucket=hour&tz=Asia/Kolkata", keyHeader) },
   getAnalyticsBreakdown: { ok: 200, send: get("/v2/analytics/breakdown?by=model", keyHeader) },
+  getScoreTimeseries: { ok: 200, send: get("/v2/analytics/scores?name=helpfulness", keyHeader) },
+  getScoreBreakdown: { ok: 200, send: get("/v2/analytics/scores/breakdown?name=helpfulness&by=model", keyHeader) },
   getSessionLogs: { ok: 200, send: get(`/v2/sessions/${TRACE_SESSION}/logs`, keyHeader) },
   deleteSession: {
     ok: 200,

@@ -284,6 +284,9 @@ async function insertSpans(tx: Tx, pk: number, given: EventRow[]) {
        AND e.agent_id IS DISTINCT FROM h.agent`,
     [pk, heirs.map((h) => h.id), heirs.map((h) => h.agent)],
   );
+  // Stored events that get an agent: the session's score facts group by the events' agents.
+  if (stale.length > 0)
+    await tx.query("INSERT INTO projection_queue (session_pk, kind) VALUES ($1, $2)", [pk, CHANGE.row]);
   for (const { id, agent } of stale) {
     // Down to (not into) the next agent span. UNION, not UNION ALL: a parent cycle a client made up ends.
     await tx.query(
@@ -307,9 +310,14 @@ async function withRecords(tx: Tx, pk: number, row: EventRow): Promise<EventRow>
 /** Registers the agents not registered yet (a span sent again changes nothing: T17). */
 async function registerAgents(tx: Tx, pk: number, agents: AgentRecord[]) {
   if (agents.length === 0) return;
+  // A new agent is a group of the session's score facts: its session is queued (as upsertAgent's is).
   await tx.query(
-    `INSERT INTO agents (session_pk, id, name, extra)
-     SELECT $1, * FROM unnest($2::text[], $3::text[], $4::text[]) ON CONFLICT (session_pk, id) DO NOTHING`,
+    `WITH added AS (
+       INSERT INTO agents (session_pk, id, name, extra)
+       SELECT $1, * FROM unnest($2::text[], $3::text[], $4::text[]) ON CONFLICT (session_pk, id) DO NOTHING
+       RETURNING session_pk
+     )
+     INSERT INTO projection_queue (session_pk, kind) SELECT DISTINCT session_pk, ${CHANGE.row} FROM added`,
     [pk, agents.map((a) => a.id), agents.map((a) => a.name), agents.map((a) => json(a.extra))],
   );
 }

@@ -281,11 +281,15 @@ export class TraceTable {
         if (first === 0) first = last;
       }
     }
-    // Only the agent_id of stored events changes below, which no projection reads.
     if (first !== 0) this.#projector.added(pk, first, last, added);
+    // Stored events that get an agent: the session's score facts group by the events' agents.
+    let inherited = 0;
     for (const { id, agent } of inserted) {
-      if (agent !== null && this.#q.staleChild.get(pk, id, agent)) this.#q.inherit.run({ pk, id, agent });
+      if (agent !== null && this.#q.staleChild.get(pk, id, agent)) {
+        inherited += this.#q.inherit.run({ pk, id, agent }).changes;
+      }
     }
+    if (inherited > 0) this.#projector.queue(pk, CHANGE.row);
   }
 
   /** The row with the span's GenAI log records applied (T3), when there are any. */
@@ -295,9 +299,15 @@ export class TraceTable {
 
   /** Registers the agents not registered yet (a span sent again changes nothing: T17). */
   #agents(pk: number, agents: AgentRecord[]) {
+    let registered = false;
     for (const agent of agents) {
       const stored = this.#q.agentGet.get(pk, agent.id);
-      if (stored === undefined) this.#q.agentInsert.run(pk, agent.id, agent.name, json(agent.extra));
+      if (stored === undefined) {
+        this.#q.agentInsert.run(pk, agent.id, agent.name, json(agent.extra));
+        registered = true;
+      }
     }
+    // A new agent is a group of the session's score facts (as upsertAgent queues it).
+    if (registered) this.#projector.queue(pk, CHANGE.row);
   }
 }

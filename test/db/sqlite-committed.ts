@@ -60,6 +60,8 @@ export const DERIVED: Record<string, string> = {
   event_rollups: "SELECT * FROM event_rollups ORDER BY project_id, dim, level, slot_us, key",
   event_rollup_durations: "SELECT * FROM event_rollup_durations ORDER BY project_id, dim, level, slot_us, key, bucket",
   session_shares: "SELECT session_pk, share FROM session_shares ORDER BY session_pk",
+  score_facts: `SELECT session_pk, score_pk, project_id, name, dim, key, data_type, num, label, source, time_us
+    FROM score_facts ORDER BY session_pk, score_pk, dim, key`,
 };
 
 /**
@@ -67,4 +69,4 @@ export const DERIVED: Record<string, string> = {
  * the other tables, since the projector may catch up on earlier writes meanwhile.
  */
 export const PROJECTION_TABLES =
-  /^(projection_queue|session_shares|session_models|session_rollup|event_rollup|event_search|session_search)/;
+  /^(projection_queue|session_shares|session_models|session_rollup|event_rollup|event_search|session_search|score_facts)/;

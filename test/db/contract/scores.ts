@@ -5,9 +5,11 @@
  */
 import type { Test } from "tap";
 import type { ScoreConfigRecord, ScoreRecord, TraceScoresWrite } from "../../../domain/scores.ts";
-import type { SpanRecordWrite } from "../../../domain/types.ts";
+import type { AgentRecord, SpanEventRecord, SpanRecordWrite } from "../../../domain/types.ts";
+import { patch } from "../records.ts";
 import type { Fixtures } from "./fixture.ts";
-import { NASTY, nasty, newSession, sameData, T0 } from "./values.ts";
+import { sameAsRebuild } from "./projections.ts";
+import { eventAt, NASTY, nasty, newSession, sameData, T0 } from "./values.ts";
 
 const score = (id: string, fields: Partial<ScoreRecord> = {}): ScoreRecord => ({
   id,
@@ -226,4 +228,118 @@ export function scoreContract(t: Test, { fresh }: Fixtures) {
       t.strictSame(await store.listScores(p, {}, undefined, 10), [], "the scores go with their session");
     },
   );
+
+  t.test("score facts (decision 037) equal a rebuild from the raw rows after every kind of write", async (t) => {
+    const { store, p, other, derived } = await fresh(t);
+    const US = Date.parse(T0) * 1000;
+    const SECOND = 1_000_000;
+    /** The score's groups by agent, as the projection answers them, as "agent:count". */
+    const byAgent = async () =>
+      (await store.scoreBreakdown(p, { name: "quality", by: "agent", from_us: 0, to_us: Number.MAX_SAFE_INTEGER }))
+        .map(({ key, sums }) => `${key}:${sums.count}`)
+        .sort();
+    const check = (what: string) => sameAsRebuild(t, store, derived, what);
+
+    await store.createSession(p, newSession("s-1", { tags: ["a", "b"] }));
+    await store.createSession(p, newSession("s-2"));
+    await store.createSession(other, newSession("s-other"));
+    await store.insertEvents(p, "s-1", [
+      eventAt("llm-1", US + SECOND, { model: "m1", agent_id: "planner" }),
+      eventAt("llm-2", US + 2 * SECOND, { model: "m2" }),
+      eventAt("tool-1", US + 3 * SECOND, { type: "tool", model: null, fields: { name: "search" } }),
+    ]);
+    await store.insertScores(p, [
+      score("on-session", { session_id: "s-1" }),
+      score("on-llm", { session_id: "s-1", event_id: "llm-1", value: 1 }),
+      score("on-tool", { session_id: "s-1", event_id: "tool-1", value: 0 }),
+      score("on-unknown", { session_id: "s-1", event_id: "not-yet", value: 0.25 }),
+      score("label", { session_id: "s-2", data_type: "categorical", value: "good" }),
+      score("bool", { session_id: "s-2", data_type: "boolean", value: true, source: "eval" }),
+      score("conv", { session_id: null, conversation_id: "c-1" }),
+    ]);
+    t.strictSame(await store.insertScores(other, [score("theirs", { session_id: "s-other" })]), { stored: 1 });
+    await check("scores of a session, its events, an event not stored yet, a conversation");
+    await store.insertEvents(p, "s-1", [eventAt("not-yet", US + 4 * SECOND, { model: "m3" })]);
+    await check("the scored event arrives");
+    await store.insertEvents(p, "s-2", [eventAt("x", US + 5 * SECOND, { model: "m4" })]);
+    await check("events of a scored session");
+    await store.updateEvents(p, "s-1", [patch({ event_id: "llm-2", model: "m5" })]);
+    await check("update_events");
+    await store.updateSession(p, "s-1", { tags: ["c"], extra: {} });
+    await check("update_session's tags");
+    await store.upsertAgent(p, "s-2", { id: "reviewer", name: "Reviewer", extra: {} });
+    await check("a registered agent");
+    await store.updateScore(p, "on-session", {
+      data_type: "numeric",
+      value: 0.75,
+      comment: "changed",
+      metadata: {},
+      ...at(9),
+      updated_at: T0,
+    });
+    await check("update of a score");
+    t.ok(await store.deleteScore(p, "on-tool"));
+    await check("delete of a score");
+
+    // OTLP: a scored child span first, its agent span after it (T14: the child inherits the agent).
+    const span = (id: string, parent: string | null, agent: string | null): SpanEventRecord => ({
+      id,
+      type: "llm",
+      parent_id: parent,
+      own_agent_id: agent,
+      init_timestamp: T0,
+      init_us: US,
+      end_timestamp: null,
+      agent_id: agent,
+      model: "gpt",
+      prompt_tokens: 1,
+      completion_tokens: 1,
+      cost: 0,
+      cost_source: "client",
+      fields: {},
+      aliases: [],
+      extra: {},
+    });
+    const trace = (spans: SpanEventRecord[], agents: AgentRecord[]) => ({
+      session_id: "trace-1",
+      init_timestamp: T0,
+      init_us: US,
+      conversation_id: null,
+      root: null,
+      events: spans,
+      agents,
+    });
+    await store.ingestTraces(p, [trace([span("child", "parent", null)], [])]);
+    await store.insertScores(p, [
+      score("on-child", { session_id: "trace-1", event_id: "child" }),
+      score("on-trace", { session_id: "trace-1" }),
+    ]);
+    await check("a scored span");
+    t.strictSame(await byAgent(), ["null:2", "planner:3", "reviewer:2"], "the span has no agent yet");
+    await store.ingestTraces(p, [
+      trace([span("parent", null, "writer")], [{ id: "writer", name: "Writer", extra: {} }]),
+    ]);
+    await check("its agent span later: the child's agent and a new agent");
+    t.strictSame(await byAgent(), ["planner:3", "reviewer:2", "writer:2"], "both of its scores count for its agent");
+    // The same span again, now naming an agent: no event is stored, the agent is (T17).
+    await store.ingestTraces(p, [trace([span("parent", null, "boss")], [{ id: "boss", name: "Boss", extra: {} }])]);
+    await check("an agent registered by a span already stored");
+    t.strictSame(
+      await byAgent(),
+      ["boss:1", "planner:3", "reviewer:2", "writer:2"],
+      "the session's score counts for its new agent too",
+    );
+
+    t.ok(await store.deleteSession(p, "s-2"));
+    await check("delete of a session");
+    await store.deleteSessions(p, {}, { maxSessions: 100, maxEvents: 10_000, dryRun: false });
+    await check("bulk delete");
+    t.strictSame(
+      await store
+        .scoreSeries(p, { name: "quality" }, [{ lo: 0, hi: Number.MAX_SAFE_INTEGER }])
+        .then((s) => s[0]?.count),
+      0,
+      "nothing left to count",
+    );
+  });
 }
