@@ -21,7 +21,7 @@
  * stands (SIGKILL reaches a stopped process), else it is resumed (SIGCONT) and the test looks
  * again. So the kill always lands inside a batch, lock held (the comment says how many looks and
  * stops it took). Under this load the lock is held inside a batch most of the time: in the first
- * eight runs the first stop caught one every time, the backend "idle in transaction" between two
+ * seven runs the first stop caught one every time, the backend "idle in transaction" between two
  * statements of the batch.
  *
  * Skipped with one line when PostgreSQL does not answer, unless AGENTMON_REQUIRE_POSTGRES=1.
