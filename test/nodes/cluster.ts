@@ -26,16 +26,22 @@ export interface Answer {
 /**
  * `agentmon serve --port 0 --database-url <url>` started once per name, all at the same time, each
  * with `env` (and nothing of this process's AGENTMON_ settings); answers once every one listens.
+ * `url` may be given per node (e.g. with its own `?application_name=`, which node-postgres takes
+ * over the store's own, so that pg_stat_activity tells the nodes' connections apart).
  */
 export async function startNodes(
   t: Pick<Test, "teardown">,
-  url: string,
+  url: string | ((name: string) => string),
   names: string[],
   env: Record<string, string>,
 ): Promise<Node[]> {
   const started = names.map((name) => ({
     name,
-    server: agentmon(t, ["serve", "--port", "0", "--database-url", url], childEnv(env)),
+    server: agentmon(
+      t,
+      ["serve", "--port", "0", "--database-url", typeof url === "string" ? url : url(name)],
+      childEnv(env),
+    ),
   }));
   return Promise.all(
     started.map(async ({ name, server }) => ({ name, server, base: (await server.waitFor(LISTENING))[1] as string })),
