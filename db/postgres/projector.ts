@@ -15,7 +15,9 @@
  *   queue entries alike, and is the next batch's: nothing is skipped, nothing counted twice.
  * - Reads that use a projection catch up first (`catchUp`): everything queued when the read
  *   started, under the lock, however many nodes write. A node that writes schedules a batch after
- *   its group commits; an idle node runs nothing.
+ *   its group commits; every node also looks at the queue every WATCH_MS (one read of the queue's
+ *   first entry) and projects when entries are left there, so the entries of a node that died
+ *   are projected within seconds, whether or not the others write.
  */
 import { performance } from "node:perf_hooks";
 import { setTimeout as delay } from "node:timers/promises";
@@ -42,6 +44,12 @@ const BATCH_ENTRIES = 5_000;
 const DELAY_MS = 20;
 /** When another node holds the lock: this node looks again after this long, in case it stopped. */
 const BUSY_MS = 250;
+/**
+ * An idle node looks at the queue this often and projects what it finds: a node that died with
+ * entries queued (its batch killed, or its writes committed and not yet projected) is taken over
+ * within this long even when no other node writes or reads.
+ */
+const WATCH_MS = 2_000;
 /** A batch is run this many times at most while it fails by a deadlock or serialization failure. */
 const RETRIES = 8;
 
@@ -281,6 +289,17 @@ export function postgresProjector(pool: pg.Pool, readers: pg.Pool) {
     return true;
   };
 
+  const watch = setInterval(() => {
+    if (scheduled !== undefined || closed) return;
+    readers.query("SELECT 1 FROM projection_queue LIMIT 1").then(
+      ({ rowCount }) => {
+        if ((rowCount ?? 0) > 0) projector.schedule(0);
+      },
+      () => undefined, // the database is away: the next look, or a read's catch-up, tries again
+    );
+  }, WATCH_MS);
+  watch.unref();
+
   const projector = {
     /** One batch (`agentmon rebuild` shows its progress between them): the queue entries left. */
     async step(): Promise<number> {
@@ -361,6 +380,7 @@ export function postgresProjector(pool: pg.Pool, readers: pg.Pool) {
     /** Stops scheduling, and waits for a batch in progress. */
     async close() {
       closed = true;
+      clearInterval(watch);
       if (scheduled !== undefined) clearTimeout(scheduled);
       await turn;
     },

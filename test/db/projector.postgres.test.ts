@@ -239,4 +239,27 @@ if (unavailable !== undefined && !postgresRequired()) {
     t.equal((await read)?.totals.events, 2, "the read then projects, and counts both events");
     t.equal((await store.stats()).projection?.backlog, 0, "nothing left queued");
   });
+
+  t.test("entries a dead node left queued are projected by an idle node, with no write nor read on it", async (t) => {
+    const url = await testDatabase(t);
+    const idle = await openPostgresStore({ url });
+    t.teardown(() => idle.close());
+    const p = (await idle.createApiKey("h", "p", "default", new Date().toISOString())).project_id;
+    await idle.createSession(p, newSession("s"));
+    await settle(idle);
+    // The dying node: its write commits, and it stops before its projector's batch (scheduled
+    // 20 ms after the commit) runs.
+    const dying = await openPostgresStore({ url });
+    await dying.insertEvents(p, "s", [eventAt("e1", US0 + SECOND), eventAt("e2", US0 + 2 * SECOND)]);
+    await dying.close();
+    const queued = async () =>
+      Number((await idle.pool.query<{ n: string }>("SELECT count(*) AS n FROM projection_queue")).rows[0]?.n);
+    t.ok((await queued()) > 0, "the dead node's entries are queued");
+    const started = Date.now();
+    // No call on the idle node's Store: only its own watch can project them (tap's timeout bounds this).
+    while ((await queued()) > 0) await new Promise((resolve) => setTimeout(resolve, 50));
+    const { rows } = await idle.pool.query<{ event_count: number }>("SELECT event_count FROM sessions WHERE id = 's'");
+    t.equal(Number(rows[0]?.event_count), 2, "projected: the session's totals count both events");
+    t.comment(`the idle node projected the dead node's entries ${Date.now() - started} ms after it stopped`);
+  });
 }
