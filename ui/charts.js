@@ -23,7 +23,7 @@ export function dayLabel(seconds) {
 /** The steps in days between two labelled days of the x axis. */
 const DAY_STEPS = [1, 2, 3, 7, 14, 28, 56, 91, 182, 364];
 /** The least room, in CSS pixels, between two labelled days. */
-const TICK_SPACE = 64;
+const TICK_SPACE = 48;
 
 /**
  * The x axis's ticks: days the chart has (its points' starts, the local midnights of the browser's
