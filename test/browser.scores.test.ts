@@ -4,11 +4,13 @@
  * up on the session and a config's label on an event from the detail panel, and both read back
  * through GET /v2/scores as annotations by that person; a viewer sees no annotation control and a
  * forged fetch from their page is refused (403); the sessions page filters by score and keeps the
- * filter in the address; the overview's score panel counts the score over the range. Scores'
- * comments and labels carry an XSS probe: it stays text. Every wait is for a selector or a
+ * filter in the address; the overview's score panel shows a chosen score per day and by model,
+ * agent, tag or tool (GET /v2/analytics/scores and its breakdown), checked against numbers this
+ * test computes from the scores it sent, and its chart's ticks fall on days. Scores' comments and
+ * labels carry an XSS probe: it stays text. Every wait is for a selector or a
  * condition. Screenshots go to docs/screenshots/scores-*.png.
  */
-import t from "tap";
+import t, { type Test } from "tap";
 import { chromiumMissing, expectRows, openBrowser, saveScreenshot } from "./browser/page.ts";
 import { API_KEY, build } from "./helper.ts";
 import { PASSWORD, person } from "./people.helpers.ts";
@@ -208,11 +210,279 @@ t.test(
       t.equal(await page.getAttribute("#score-panel", "data-count"), "3");
       t.match(await page.textContent("#score-summary"), /3 scores.*mean 0\.617/);
       t.ok(await page.isVisible("#chart-score canvas"), "a chart");
-      await page.locator("#score-panel").scrollIntoViewIfNeeded();
-      await saveScreenshot(page, "scores-overview.png");
       await page.reload();
       await page.waitForSelector('#score-panel[data-loaded="true"][data-name="helpfulness"]');
       t.equal(await page.inputValue("#score-name"), "helpfulness", "kept by a reload");
+    });
+
+    // The panel against numbers computed here from the scores sent: four sessions with two models,
+    // two agents, two tools and six tags; a numeric, a boolean and a categorical score over days.
+    type Ev = { type: "llm" | "tool"; model?: string; name?: string; agent?: string };
+    const SESSIONS: Record<string, { tags: string[]; events: Record<string, Ev> }> = {
+      "panel-1": {
+        tags: ["alpha", "beta"],
+        events: {
+          "p1-llm": { type: "llm", model: "gpt-4o", agent: "planner" },
+          "p1-tool": { type: "tool", name: "search", agent: "planner" },
+        },
+      },
+      "panel-2": {
+        tags: ["beta", "gamma", "delta"],
+        events: {
+          "p2-llm-a": { type: "llm", model: "gpt-4o", agent: "writer" },
+          "p2-llm-b": { type: "llm", model: "claude-3-5-sonnet", agent: "writer" },
+          "p2-tool": { type: "tool", name: "fetch" },
+        },
+      },
+      "panel-3": { tags: ["epsilon", "zeta"], events: { "p3-llm": { type: "llm", model: "claude-3-5-sonnet" } } },
+      "panel-4": { tags: [], events: { "p4-tool": { type: "tool", name: "search" } } },
+    };
+    type Sent = { name: string; value: number | boolean | string; session: string; event?: string; daysAgo: number };
+    const SENT: Sent[] = [
+      { name: "accuracy", value: 0.5, session: "panel-1", daysAgo: 0 },
+      { name: "accuracy", value: 1, session: "panel-1", event: "p1-llm", daysAgo: 1 },
+      { name: "accuracy", value: 0.25, session: "panel-1", event: "p1-tool", daysAgo: 0 },
+      { name: "accuracy", value: 0.25, session: "panel-2", event: "p2-llm-b", daysAgo: 1 },
+      { name: "accuracy", value: 0.75, session: "panel-2", daysAgo: 4 },
+      { name: "accuracy", value: 0, session: "panel-3", daysAgo: 4 },
+      { name: "accuracy", value: 0.5, session: "panel-4", event: "p4-tool", daysAgo: 0 },
+      { name: "resolved", value: true, session: "panel-1", daysAgo: 0 },
+      { name: "resolved", value: false, session: "panel-2", event: "p2-llm-a", daysAgo: 0 },
+      { name: "resolved", value: true, session: "panel-2", daysAgo: 1 },
+      { name: "resolved", value: false, session: "panel-3", daysAgo: 4 },
+      { name: "resolved", value: true, session: "panel-4", daysAgo: 4 },
+      { name: "resolved", value: true, session: "panel-1", event: "p1-tool", daysAgo: 4 },
+      { name: "tone", value: "polite", session: "panel-1", daysAgo: 0 },
+      { name: "tone", value: "polite", session: "panel-2", daysAgo: 0 },
+      { name: "tone", value: "rude", session: "panel-2", event: "p2-llm-b", daysAgo: 1 },
+      { name: "tone", value: "polite", session: "panel-3", daysAgo: 1 },
+      { name: "tone", value: "neutral", session: "panel-4", daysAgo: 4 },
+      { name: "tone", value: "rude", session: "panel-1", event: "p1-llm", daysAgo: 4 },
+    ];
+    const DAY_MS = 86_400_000;
+    const sentAt = (score: Sent) => new Date(now - score.daysAgo * DAY_MS - 60_000);
+
+    /** The groups a score counts in (decision 037): its event's, else every one of its session. */
+    const groupsOf = (score: Sent, by: string): (string | null)[] => {
+      const session = SESSIONS[score.session] as (typeof SESSIONS)[string];
+      const event = score.event ? session.events[score.event] : undefined;
+      const events = Object.values(session.events);
+      const all = (keys: (string | undefined)[]) => {
+        const found = [...new Set(keys.filter((key) => key !== undefined))] as string[];
+        return found.length > 0 ? found : [null];
+      };
+      if (by === "model")
+        return event?.type === "llm"
+          ? [event.model ?? null]
+          : all(events.map((e) => (e.type === "llm" ? e.model : undefined)));
+      if (by === "tool")
+        return event?.type === "tool"
+          ? [event.name ?? null]
+          : all(events.map((e) => (e.type === "tool" ? e.name : undefined)));
+      if (by === "agent") return event?.agent ? [event.agent] : all(events.map((e) => e.agent));
+      return all(session.tags);
+    };
+    /** What the page writes for a set of scores of one kind: [count, mean | pass rate | top labels]. */
+    const short = (n: number) => String(Number(n.toFixed(3)));
+    const measures = (scores: Sent[]) => {
+      if (scores.length === 0) return ["0", "—"];
+      const values = scores.map((s) => s.value);
+      if (typeof values[0] === "number") {
+        return [String(scores.length), short((values as number[]).reduce((a, b) => a + b, 0) / values.length)];
+      }
+      if (typeof values[0] === "boolean") {
+        return [String(scores.length), `${short((values.filter((v) => v === true).length / values.length) * 100)}%`];
+      }
+      const labels = new Map<string, number>();
+      for (const v of values as string[]) labels.set(v, (labels.get(v) ?? 0) + 1);
+      const top = [...labels]
+        .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
+        .slice(0, 3)
+        .map(([label, n]) => `${label} ${n}`);
+      return [String(scores.length), top.join(", ")];
+    };
+    /** The by-table the page should show: the top 5 groups by count (ties by key, none last), then the rest. */
+    const expectedBreakdown = (name: string, by: string) => {
+      const groups = new Map<string | null, Sent[]>();
+      for (const score of SENT.filter((s) => s.name === name)) {
+        for (const key of groupsOf(score, by)) groups.set(key, [...(groups.get(key) ?? []), score]);
+      }
+      const ranked = [...groups].sort(
+        (a, b) =>
+          b[1].length - a[1].length ||
+          (a[0] === null ? 1 : b[0] === null ? -1 : a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0),
+      );
+      const rows = ranked.slice(0, 5).map(([key, scores]) => [key ?? "", key ?? "(none)", ...measures(scores)]);
+      const rest = ranked.slice(5).flatMap(([, scores]) => scores);
+      if (rest.length > 0) rows.push(["other", `Other ${by}s`, ...measures(rest)]);
+      return rows;
+    };
+    const shownBreakdown = () =>
+      page.$$eval("#score-breakdown tbody tr", (rows: any[]) =>
+        rows.map((row) => [
+          row.classList.contains("other") ? "other" : row.dataset.key,
+          ...[...row.cells].map((cell: any) => cell.textContent),
+        ]),
+      );
+    /** The daily numbers the page should show for each day of its range, in the page's zone. */
+    const dayOf = (date: Date, tz: string) =>
+      new Intl.DateTimeFormat("en-CA", { timeZone: tz, year: "numeric", month: "2-digit", day: "2-digit" }).format(
+        date,
+      );
+    const expectedDays = async (name: string) => {
+      const days = await page.$$eval("#numbers-score tbody tr", (rows: any[]) =>
+        rows.map((row) => row.cells[0].textContent),
+      );
+      const tz = (await page.getAttribute("#app", "data-tz")) as string;
+      const scores = SENT.filter((s) => s.name === name);
+      const labels = [...new Set(scores.map((s) => s.value).filter((v) => typeof v === "string"))].sort() as string[];
+      return days.map((day: string) => {
+        const those = scores.filter((s) => dayOf(sentAt(s), tz) === day);
+        if (labels.length > 0) {
+          return [day, String(those.length), ...labels.map((l) => String(those.filter((s) => s.value === l).length))];
+        }
+        return [day, ...measures(those)];
+      });
+    };
+    const shownDays = () =>
+      page.$$eval("#numbers-score tbody tr", (rows: any[]) =>
+        rows.map((row) => [...row.cells].map((cell: any) => cell.textContent)),
+      );
+    const panelLoaded = (name: string, by: string) =>
+      page.waitForSelector(`#score-panel[data-loaded="true"][data-name="${name}"] #score-breakdown[data-by="${by}"]`, {
+        state: "attached",
+      });
+    const checkPanel = async (t: Test, name: string, by: string) => {
+      await panelLoaded(name, by);
+      const days = await expectedDays(name);
+      t.ok(days.length >= 30, "every day of the range");
+      t.same(await shownDays(), days, `${name}: the numbers per day`);
+      t.ok(
+        days.some((row) => row[1] !== "0"),
+        "some day has scores",
+      );
+      t.equal(
+        await page.getAttribute("#score-panel", "data-count"),
+        String(SENT.filter((s) => s.name === name).length),
+      );
+      t.same(await shownBreakdown(), expectedBreakdown(name, by), `${name} by ${by}`);
+    };
+
+    await t.test(
+      "the score panel per day and by model, agent, tag and tool, as computed from the scores sent",
+      async (t) => {
+        for (const [id, session] of Object.entries(SESSIONS)) {
+          const jwt = await env.session(id, {
+            init_timestamp: at(30_000),
+            end_timestamp: at(31_000),
+            end_state: "Success",
+            tags: session.tags,
+          });
+          await env.withJwt(
+            "/v2/create_events",
+            {
+              events: Object.entries(session.events).map(([eventId, e]) => ({
+                type: e.type,
+                id: eventId,
+                init_timestamp: at(30_100),
+                end_timestamp: at(30_200),
+                ...(e.model ? { model: e.model } : {}),
+                ...(e.name ? { name: e.name } : {}),
+                ...(e.agent ? { agent_id: e.agent } : {}),
+              })),
+            },
+            jwt,
+          );
+        }
+        await call("PUT", "/v2/score-configs/tone", {
+          data_type: "categorical",
+          categories: ["polite", "rude", "neutral"],
+        });
+        await call("POST", "/v2/scores", {
+          scores: SENT.map((score, i) => ({
+            id: `panel-score-${i}`,
+            name: score.name,
+            value: score.value,
+            session_id: score.session,
+            ...(score.event ? { event_id: score.event } : {}),
+            timestamp: sentAt(score).toISOString(),
+            source: "eval",
+          })),
+        });
+        const models = expectedBreakdown("accuracy", "model").map((row) => row[0]);
+        t.ok(models.includes("gpt-4o") && models.includes("claude-3-5-sonnet"), "two models, to tell apart");
+        const summary = (name: string) => measures(SENT.filter((s) => s.name === name));
+
+        await page.goto(`${base}/?range=30d&score=accuracy`);
+        await checkPanel(t, "accuracy", "model");
+        t.equal(
+          await page.textContent("#score-summary"),
+          `${summary("accuracy")[0]} scores, mean ${summary("accuracy")[1]}.`,
+        );
+        t.equal(await page.getAttribute("#score-panel", "data-kind"), "numeric");
+        t.ok(await page.isVisible("#chart-score canvas"), "a chart");
+        await page.locator("#score-panel").evaluate((panel: any) => panel.scrollIntoView({ block: "start" }));
+        await saveScreenshot(page, "scores-overview.png");
+
+        await page.selectOption("#score-by", "agent");
+        await checkPanel(t, "accuracy", "agent");
+        t.match(page.url(), /score_by=agent/, "the grouping is in the address");
+        t.match(page.url(), /score=accuracy/, "with the score");
+
+        await page.selectOption("#score-name", "resolved");
+        await checkPanel(t, "resolved", "agent");
+        t.equal(await page.getAttribute("#score-panel", "data-kind"), "boolean");
+        t.equal(
+          await page.textContent("#score-summary"),
+          `${summary("resolved")[0]} scores, ${summary("resolved")[1]} true.`,
+        );
+        await page.selectOption("#score-by", "tag");
+        await checkPanel(t, "resolved", "tag");
+        t.equal(
+          await page.locator("#score-breakdown tbody tr.other").count(),
+          1,
+          "seven tag groups: the rest is one row",
+        );
+
+        await page.selectOption("#score-name", "tone");
+        await checkPanel(t, "tone", "tag");
+        t.equal(await page.getAttribute("#score-panel", "data-kind"), "categorical");
+        t.equal(await page.textContent("#score-summary"), `${summary("tone")[0]} scores: ${summary("tone")[1]}.`);
+        await page.selectOption("#score-by", "tool");
+        await checkPanel(t, "tone", "tool");
+        await page.reload();
+        await checkPanel(t, "tone", "tool");
+        t.equal(await page.inputValue("#score-by"), "tool", "kept by a reload");
+        await page.selectOption("#score-by", "model");
+        await checkPanel(t, "tone", "model");
+        t.notMatch(page.url(), /score_by/, "model is the default, not written");
+        await page.locator("#score-by-box").evaluate((box: any) => box.scrollIntoView({ block: "center" }));
+        await saveScreenshot(page, "scores-by-model.png");
+      },
+    );
+
+    await t.test("the daily chart's ticks are whole days of the range", async (t) => {
+      for (const range of ["7d", "30d", "90d"]) {
+        await page.goto(`${base}/?range=${range}&score=accuracy`);
+        await panelLoaded("accuracy", "model");
+        const days = await page.$$eval("#numbers-score tbody tr", (rows: any[]) =>
+          rows.map((row) => row.cells[0].textContent),
+        );
+        for (const chart of ["#chart-score", "#chart-cost", "#chart-sessions"]) {
+          const ticks = ((await page.getAttribute(chart, "data-ticks")) ?? "").split(" ");
+          t.ok(ticks.length >= 2, `${range} ${chart}: ticks`);
+          t.ok(
+            ticks.every((tick) => days.includes(tick)),
+            `${range} ${chart}: every tick is a day of the range`,
+          );
+          t.equal(ticks.at(-1), days.at(-1), `${range} ${chart}: the last day is labelled`);
+          const steps = new Set(ticks.slice(1).map((tick, i) => days.indexOf(tick) - days.indexOf(ticks[i])));
+          t.equal(steps.size, 1, `${range} ${chart}: evenly spaced`);
+        }
+        if (range === "7d") {
+          t.same(((await page.getAttribute("#chart-score", "data-ticks")) ?? "").split(" "), days, "a week: every day");
+        }
+      }
     });
 
     t.same(await page.evaluate(() => (globalThis as any).__xss), undefined, "no injected script ran");

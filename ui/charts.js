@@ -20,7 +20,31 @@ export function dayLabel(seconds) {
   return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}`;
 }
 
-function options(spec, width) {
+/** The steps in days between two labelled days of the x axis. */
+const DAY_STEPS = [1, 2, 3, 7, 14, 28, 56, 91, 182, 364];
+/** The least room, in CSS pixels, between two labelled days. */
+const TICK_SPACE = 48;
+
+/**
+ * The x axis's ticks: days the chart has (its points' starts, the local midnights of the browser's
+ * days), every step-th counted back from the last one, the step the smallest of DAY_STEPS that
+ * leaves TICK_SPACE between two labels. uPlot's own time ticks would fall at 8 or 12 hours
+ * when a day is wide (a week on a wide chart), and on UTC-aligned steps across a DST change.
+ */
+export function dayTicks(x, plotWidth) {
+  if (x.length === 0) return [];
+  const perDay = plotWidth / (x.length + 1); // the x scale has half a day more at each end
+  const step = DAY_STEPS.find((days) => days * perDay >= TICK_SPACE) ?? DAY_STEPS.at(-1);
+  return x.filter((_, i) => (x.length - 1 - i) % step === 0);
+}
+
+/** A tick's label: month/day, with the year under the first. */
+function tickLabel(seconds, first) {
+  const date = new Date(seconds * 1000);
+  return `${date.getMonth() + 1}/${date.getDate()}${first ? `\n${date.getFullYear()}` : ""}`;
+}
+
+function options(spec, width, element) {
   const muted = cssColor("--muted");
   const grid = cssColor("--line");
   const axis = (scale, side, format) => ({
@@ -49,7 +73,18 @@ function options(spec, width) {
       ),
     },
     axes: [
-      { stroke: muted, grid: { show: false }, ticks: { stroke: grid, width: 1 } },
+      {
+        stroke: muted,
+        grid: { show: false },
+        ticks: { stroke: grid, width: 1 },
+        splits: (u) => {
+          const ticks = dayTicks(spec.x, u.bbox.width / globalThis.uPlot.pxRatio);
+          // The labelled days, readable by a test (the canvas is not).
+          element.dataset.ticks = ticks.map(dayLabel).join(" ");
+          return ticks;
+        },
+        values: (_u, splits) => splits.map((v, i) => tickLabel(v, i === 0)),
+      },
       axis("y", 3, spec.axisFormat),
       ...(spec.series.some((s) => s.scale === "rate") ? [axis("rate", 1, (v) => `${Math.round(v)}%`)] : []),
     ],
@@ -85,7 +120,7 @@ export function barChart(element, spec) {
     draw() {
       this.plot?.destroy();
       const data = [spec.x, ...spec.series.map((s) => s.values)];
-      this.plot = new globalThis.uPlot(options(spec, Math.max(element.clientWidth, 200)), data, element);
+      this.plot = new globalThis.uPlot(options(spec, Math.max(element.clientWidth, 200), element), data, element);
     },
     destroy() {
       this.plot?.destroy();

@@ -1,7 +1,9 @@
 // The overview page (GET /): a range of days in the browser's timezone, and for it the totals,
 // cost and sessions per day (uPlot charts, numbers on hover), the top models by cost, the
-// slowest tools and the latest failed sessions. Everything comes from the read API with the
-// page's key: GET /v2/analytics/timeseries, GET /v2/analytics/breakdown and GET /v2/sessions.
+// slowest tools, the latest failed sessions, and a chosen score per day and by model, agent, tag
+// or tool. Everything comes from the read API with the page's key: GET /v2/analytics/timeseries,
+// GET /v2/analytics/breakdown, GET /v2/sessions, and for the score panel GET /v2/analytics/scores
+// and GET /v2/analytics/scores/breakdown (its name chooser: GET /v2/score-configs, GET /v2/scores).
 // The range lives in the address (?range=7d|30d|90d|<first day>..<last day>), so it can be shared,
 // with any filter of GET /v2/sessions under its own name (tag, model, q, extra.<key>...), passed
 // as it is to every call; the overview always writes `range`, which tells its addresses from the
@@ -88,11 +90,13 @@ function showRange(range) {
 }
 
 /**
- * The address's filters: every parameter but range (and from and to, which the range sets) and
- * score (the score panel's choice), in order.
+ * The address's filters: every parameter but range (and from and to, which the range sets),
+ * score and score_by (the score panel's choices), in order.
  */
 const filtersFromAddress = () =>
-  [...new URLSearchParams(location.search)].filter(([name]) => !["range", "from", "to", "score"].includes(name));
+  [...new URLSearchParams(location.search)].filter(
+    ([name]) => !["range", "from", "to", "score", "score_by"].includes(name),
+  );
 
 /** The filters as a query for api(): repeated names as arrays. */
 function filterQuery(filters) {
@@ -104,9 +108,12 @@ function filterQuery(filters) {
   return query;
 }
 
-/** Goes to an address of the overview: the range (always written, see above) and these filters. */
-function go(range, filters = filtersFromAddress(), score = scoreFromAddress()) {
-  const params = new URLSearchParams([["range", range], ...filters, ...(score ? [["score", score]] : [])]);
+/**
+ * Goes to an address of the overview: the range (always written, see above), these filters and
+ * the score panel's choices.
+ */
+function go(range, filters = filtersFromAddress(), score = scoreParams()) {
+  const params = new URLSearchParams([["range", range], ...filters, ...score]);
   history.pushState(null, "", params.toString() === `range=${DEFAULT_RANGE}` ? "/" : `/?${params}`);
   load();
 }
@@ -323,48 +330,65 @@ function sessionsLink(range, more) {
   return `/sessions?${params}`;
 }
 
-function showModels(range, body) {
-  const cost = addDecimals([...body.items, ...(body.other ? [body.other] : [])].map((item) => item.cost));
-  const total = Number(cost);
+/**
+ * A breakdown answer (GET /v2/analytics/breakdown, GET /v2/analytics/scores/breakdown) as the rows
+ * of a board's table: a row per group (`data-key`, "" for the group of "none") with its key
+ * (`keyCell(item)`, `noneLabel` muted for null) and a number cell per column (`columns`: functions
+ * of a group), then `other` as a row labelled `otherLabel` when the answer has one and the board
+ * shows it, or a row saying `empty` when there is no group.
+ */
+function breakdownRows(tbody, body, { columns, keyCell = (item) => item.key, noneLabel, otherLabel, empty }) {
   const row = (item, label) =>
     h(
       "tr",
-      { "data-key": label ? null : (item.key ?? "") },
+      label ? { class: "other" } : { "data-key": item.key ?? "" },
       h(
         "td",
         { class: "key" },
         label
           ? h("span", { class: "muted" }, label)
           : item.key === null
-            ? h("span", { class: "muted" }, "(no model)")
-            : h("a", { href: sessionsLink(range, { model: item.key }), title: item.key }, item.key),
+            ? h("span", { class: "muted" }, noneLabel)
+            : keyCell(item),
       ),
-      h("td", { class: "num" }, formatInt(item.events)),
-      h("td", { class: "num" }, formatInt((item.prompt_tokens ?? 0) + (item.completion_tokens ?? 0))),
-      h("td", { class: "num" }, formatCost(item.cost)),
-      h("td", { class: "num" }, total > 0 ? percent(Number(item.cost), total) : "—"),
+      columns.map((value) => h("td", { class: "num" }, value(item))),
     );
   fill(
-    modelRows,
+    tbody,
     body.items.map((item) => row(item)),
-    body.other ? row(body.other, "Other models") : null,
+    otherLabel && body.other ? row(body.other, otherLabel) : null,
   );
-  if (body.items.length === 0) fill(modelRows, emptyRow(5, "No LLM calls in this range."));
+  if (body.items.length === 0) fill(tbody, emptyRow(columns.length + 1, empty));
+}
+
+function showModels(range, body) {
+  const cost = addDecimals([...body.items, ...(body.other ? [body.other] : [])].map((item) => item.cost));
+  const total = Number(cost);
+  breakdownRows(modelRows, body, {
+    keyCell: (item) => h("a", { href: sessionsLink(range, { model: item.key }), title: item.key }, item.key),
+    noneLabel: "(no model)",
+    otherLabel: "Other models",
+    empty: "No LLM calls in this range.",
+    columns: [
+      (item) => formatInt(item.events),
+      (item) => formatInt((item.prompt_tokens ?? 0) + (item.completion_tokens ?? 0)),
+      (item) => formatCost(item.cost),
+      (item) => (total > 0 ? percent(Number(item.cost), total) : "—"),
+    ],
+  });
 }
 
 function showTools(body) {
-  const row = (item) =>
-    h(
-      "tr",
-      { "data-key": item.key ?? "" },
-      h("td", { class: "key" }, item.key ?? h("span", { class: "muted" }, "(no name)")),
-      h("td", { class: "num" }, formatInt(item.events)),
-      h("td", { class: "num" }, formatDuration(item.duration_ms?.p50)),
-      h("td", { class: "num" }, formatDuration(item.duration_ms?.p95)),
-      h("td", { class: "num" }, formatDuration(item.duration_ms?.p99)),
-    );
-  fill(toolRows, body.items.map(row));
-  if (body.items.length === 0) fill(toolRows, emptyRow(5, "No tool calls in this range."));
+  breakdownRows(toolRows, body, {
+    noneLabel: "(no name)",
+    empty: "No tool calls in this range.",
+    columns: [
+      (item) => formatInt(item.events),
+      (item) => formatDuration(item.duration_ms?.p50),
+      (item) => formatDuration(item.duration_ms?.p95),
+      (item) => formatDuration(item.duration_ms?.p99),
+    ],
+  });
 }
 
 function showFailures(range, body) {
@@ -395,22 +419,61 @@ const emptyRow = (columns, text) => h("tr", { class: "empty" }, h("td", { colspa
 
 /**
  * The score panel (issue 25): the chosen score's count and mean per day (pass rate for booleans,
- * counts by label for categorical ones), computed here from the pages of GET /v2/scores over the
- * range, until score analytics exist as projections. Its choice is `score=<name>` in the address.
+ * counts by label for categorical ones) from GET /v2/analytics/scores, and the same by model,
+ * agent, tag or tool from GET /v2/analytics/scores/breakdown: exact, read from the server's
+ * score analytics projection (decision 037). Its choices are `score=<name>` and
+ * `score_by=<model|agent|tag|tool>` (model when absent) in the address.
  */
 const scoreSelect = document.getElementById("score-name");
 const scorePanel = document.getElementById("score-panel");
 const scoreSummary = document.getElementById("score-summary");
 const scoreChart = document.getElementById("chart-score");
-const SCORE_PAGES = 20; // of 1000 scores: the panel reads at most 20,000 scores of a name
+const scoreByBox = document.getElementById("score-by-box");
+const scoreBySelect = document.getElementById("score-by");
+const scoreBreakdown = document.getElementById("score-breakdown");
+const SCORE_BY = ["model", "agent", "tag", "tool"];
+/** The groups the "by" table shows; the rest are its "other" row. */
+const SCORE_GROUPS = 5;
 let scoreCharts = [];
 
 const scoreFromAddress = () => new URLSearchParams(location.search).get("score") ?? "";
+const scoreByFromAddress = () => {
+  const by = new URLSearchParams(location.search).get("score_by");
+  return SCORE_BY.includes(by) ? by : "model";
+};
+/** The score panel's parameters of the address, as written: the default grouping is left out. */
+const scoreParams = (score = scoreFromAddress(), by = scoreByFromAddress()) => [
+  ...(score ? [["score", score]] : []),
+  ...(by !== "model" ? [["score_by", by]] : []),
+];
 
-scoreSelect.addEventListener("change", () => go(rangeKey(), filtersFromAddress(), scoreSelect.value));
+scoreSelect.addEventListener("change", () => go(rangeKey(), filtersFromAddress(), scoreParams(scoreSelect.value)));
+scoreBySelect.addEventListener("change", () =>
+  go(rangeKey(), filtersFromAddress(), scoreParams(undefined, scoreBySelect.value)),
+);
 
 /** A number short: up to 3 decimals, trailing zeros dropped. */
 const short = (n) => (Number.isFinite(n) ? String(Number(n.toFixed(3))) : "—");
+/** A pass rate (0 to 1, or null) as a percentage. */
+const passRate = (rate) => (rate === null || rate === undefined ? "—" : `${short(rate * 100)}%`);
+/** Labels by count, largest first, ties by label. */
+const labelsByCount = (labels) =>
+  Object.entries(labels ?? {}).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+
+/** What the score's measures say it is: numeric, boolean or categorical (numeric when empty). */
+function scoreKind(points) {
+  let numbers = 0;
+  let booleans = 0;
+  let labels = 0;
+  for (const point of points) {
+    numbers += point.numeric_count;
+    booleans += point.true_count + point.false_count;
+    labels += Object.keys(point.labels).length;
+  }
+  if (booleans > numbers) return "boolean";
+  if (labels > 0 && numbers === 0 && booleans === 0) return "categorical";
+  return "numeric";
+}
 
 /** The names the select offers: the configs' and those of the range's latest scores, sorted. */
 async function scoreNames(from, to, chosen) {
@@ -426,10 +489,15 @@ async function scoreNames(from, to, chosen) {
 async function loadScores(load, range) {
   const { from, to } = bounds(range);
   const chosen = scoreFromAddress();
+  const by = scoreByFromAddress();
   delete scorePanel.dataset.loaded;
   for (const chart of scoreCharts) chart.destroy();
   scoreCharts = [];
-  const names = await scoreNames(from, to, chosen);
+  const [names, series, groups] = await Promise.all([
+    scoreNames(from, to, chosen),
+    chosen ? api("/v2/analytics/scores", { name: chosen, bucket: "day", tz: TIMEZONE, from, to }) : null,
+    chosen ? api("/v2/analytics/scores/breakdown", { name: chosen, by, limit: SCORE_GROUPS, from, to }) : null,
+  ]);
   if (load !== loads) return;
   fill(
     scoreSelect,
@@ -437,9 +505,11 @@ async function loadScores(load, range) {
     names.map((name) => h("option", { value: name, selected: name === chosen }, name)),
   );
   scoreSelect.value = chosen;
+  scoreBySelect.value = by;
   scorePanel.dataset.name = chosen;
   if (!chosen) {
     scoreChart.hidden = true;
+    scoreByBox.hidden = true;
     fill(document.getElementById("numbers-score"));
     scoreSummary.textContent =
       names.length === 0
@@ -448,67 +518,43 @@ async function loadScores(load, range) {
     scorePanel.dataset.loaded = "true";
     return;
   }
-  const scores = [];
-  let cursor;
-  let pages = 0;
-  do {
-    const body = await api("/v2/scores", { name: chosen, from, to, limit: 1000, cursor });
-    if (load !== loads) return;
-    scores.push(...body.scores);
-    cursor = body.next_cursor;
-  } while (cursor && ++pages < SCORE_PAGES);
-  showScorePanel(range, scores, Boolean(cursor));
+  const kind = scoreKind(series.points);
+  showScoreSeries(series.points, kind);
+  showScoreBreakdown(groups, kind);
   scorePanel.dataset.loaded = "true";
 }
 
-function showScorePanel(range, scores, truncated) {
-  const days = [];
-  for (let day = range.first; day <= range.last; day = addDays(day, 1)) days.push(day);
-  const index = new Map(days.map((day, i) => [dayLabel(day.getTime() / 1000), i]));
-  const points = days.map((day) => ({ start: day.toISOString(), count: 0, sum: 0, numbers: 0, labels: new Map() }));
+function showScoreSeries(points, kind) {
+  const total = (name) => points.reduce((sum, point) => sum + point[name], 0);
+  const count = total("count");
+  const numbers = total("numeric_count");
+  const trues = total("true_count");
+  const booleans = trues + total("false_count");
+  // The range's mean from the days' means: each day's sum is its mean times its count.
+  const sum = points.reduce((all, point) => all + (point.mean ?? 0) * point.numeric_count, 0);
   const labels = new Map();
-  let kind = "numeric";
-  for (const score of scores) {
-    const point = points[index.get(dayLabel(Date.parse(score.timestamp) / 1000))];
-    if (!point) continue;
-    point.count += 1;
-    if (score.data_type === "categorical") {
-      kind = "categorical";
-      point.labels.set(score.value, (point.labels.get(score.value) ?? 0) + 1);
-      labels.set(score.value, (labels.get(score.value) ?? 0) + 1);
-    } else {
-      if (score.data_type === "boolean") kind = "boolean";
-      const value = score.value === true ? 1 : score.value === false ? 0 : Number(score.value);
-      if (Number.isFinite(value)) {
-        point.sum += value;
-        point.numbers += 1;
-      }
-    }
+  for (const point of points) {
+    for (const [label, n] of Object.entries(point.labels)) labels.set(label, (labels.get(label) ?? 0) + n);
   }
-  const count = points.reduce((total, point) => total + point.count, 0);
-  const sum = points.reduce((total, point) => total + point.sum, 0);
-  const numbers = points.reduce((total, point) => total + point.numbers, 0);
-  const mean = (point) => (point.numbers > 0 ? point.sum / point.numbers : null);
-  const rate = (point) => (point.numbers > 0 ? (point.sum / point.numbers) * 100 : null);
   let summary = `${formatInt(count)} score${count === 1 ? "" : "s"}`;
   if (kind === "numeric" && numbers > 0) summary += `, mean ${short(sum / numbers)}`;
-  if (kind === "boolean" && numbers > 0) summary += `, ${short((sum / numbers) * 100)}% true`;
+  if (kind === "boolean" && booleans > 0) summary += `, ${short((trues / booleans) * 100)}% true`;
   if (kind === "categorical") {
-    summary += `: ${[...labels]
-      .sort((a, b) => b[1] - a[1])
+    summary += `: ${labelsByCount(Object.fromEntries(labels))
       .map(([label, n]) => `${label} ${formatInt(n)}`)
       .join(", ")}`;
   }
-  if (truncated) summary += ` (the first ${formatInt(scores.length)} only)`;
   scoreSummary.textContent = `${summary}.`;
   scorePanel.dataset.count = String(count);
   scorePanel.dataset.kind = kind;
 
   const columns = [["Count", (point) => formatInt(point.count)]];
-  if (kind === "numeric") columns.push(["Mean", (point) => short(mean(point) ?? Number.NaN)]);
-  if (kind === "boolean") columns.push(["True", (point) => (point.numbers > 0 ? `${short(rate(point))}%` : "—")]);
+  if (kind === "numeric") columns.push(["Mean", (point) => short(point.mean ?? Number.NaN)]);
+  if (kind === "boolean") columns.push(["True", (point) => passRate(point.pass_rate)]);
   if (kind === "categorical") {
-    for (const label of labels.keys()) columns.push([label, (point) => formatInt(point.labels.get(label) ?? 0)]);
+    for (const label of [...labels.keys()].sort()) {
+      columns.push([label, (point) => formatInt(point.labels[label] ?? 0)]);
+    }
   }
   numbersTable("numbers-score", points, columns);
 
@@ -529,8 +575,8 @@ function showScorePanel(range, scores, truncated) {
       color: "--chart-rate",
       scale: "mean",
       line: true,
-      values: points.map(mean),
-      format: (i) => short(mean(points[i]) ?? Number.NaN),
+      values: points.map((point) => point.mean),
+      format: (i) => short(points[i].mean ?? Number.NaN),
     });
   }
   if (kind === "boolean") {
@@ -540,11 +586,46 @@ function showScorePanel(range, scores, truncated) {
       scale: "rate",
       line: true,
       minMax: 100,
-      values: points.map(rate),
-      format: (i) => (points[i].numbers > 0 ? `${short(rate(points[i]))}%` : "—"),
+      values: points.map((point) => (point.pass_rate === null ? null : point.pass_rate * 100)),
+      format: (i) => passRate(points[i].pass_rate),
     });
   }
   scoreCharts = [barChart(scoreChart, { x, axisFormat: (v) => (Number.isInteger(v) ? formatInt(v) : ""), series })];
+}
+
+/** The score by model, agent, tag or tool: a board's table, as the overview's other breakdowns. */
+function showScoreBreakdown(body, kind) {
+  scoreByBox.hidden = false;
+  scoreBreakdown.dataset.by = body.by;
+  const [heading, value] = {
+    numeric: ["Mean", (item) => short(item.mean ?? Number.NaN)],
+    boolean: ["True", (item) => passRate(item.pass_rate)],
+    categorical: [
+      "Top labels",
+      (item) =>
+        labelsByCount(item.labels)
+          .slice(0, 3)
+          .map(([label, n]) => `${label} ${formatInt(n)}`)
+          .join(", ") || "—",
+    ],
+  }[kind];
+  fill(
+    scoreBreakdown.tHead,
+    h(
+      "tr",
+      {},
+      h("th", { scope: "col" }, body.by[0].toUpperCase() + body.by.slice(1)),
+      h("th", { scope: "col", class: "num" }, "Scores"),
+      h("th", { scope: "col", class: "num" }, heading),
+    ),
+  );
+  breakdownRows(scoreBreakdown.tBodies[0], body, {
+    keyCell: (item) => h("span", { title: item.key }, item.key),
+    noneLabel: "(none)",
+    otherLabel: `Other ${body.by}s`,
+    empty: "No scores of this name in the range.",
+    columns: [(item) => formatInt(item.count), value],
+  });
 }
 
 // ------------------------------------------------------------------ loading
