@@ -49,7 +49,7 @@ import {
   withJwt,
   withKey,
 } from "./nodes/cluster.ts";
-import { postgresRequired, postgresUnavailable, testDatabase } from "./postgres.ts";
+import { derivedRows, postgresRequired, postgresUnavailable, testDatabase } from "./postgres.ts";
 
 const SEED = Number(process.env.NODES_SEED ?? Math.floor(Math.random() * 2 ** 31));
 const CLIENTS = 9;
@@ -400,21 +400,7 @@ async function projectorKill() {
       // ------------------------------------------------------------------ projections = a rebuild
       const store = await openPostgresStore({ url, applicationName: "agentmon-test-rebuild" });
       t.teardown(() => store.close());
-      const projections = async () => {
-        const found: Record<string, Record<string, unknown>[]> = {};
-        for (const [name, sql] of Object.entries(DERIVED)) {
-          const { rows: all } = await store.pool.query<Record<string, unknown>>(sql);
-          found[name] = all.map((row) =>
-            Object.fromEntries(
-              Object.entries(row).map(([k, v]) => [
-                k,
-                typeof v === "string" && /^-?\d+$/.test(v) && k !== "key" && k !== "model" ? Number(v) : v,
-              ]),
-            ),
-          );
-        }
-        return found;
-      };
+      const projections = () => derivedRows(store.pool);
       const projected = await projections();
       await store.rebuildProjections();
       await drain(store);

@@ -13,6 +13,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import pg from "pg";
 import { openPostgresStore, type PostgresOptions, type PostgresStore } from "../db/postgres/store.ts";
 import { fromRoot } from "../lib/paths.ts";
+import { DERIVED } from "./db/sqlite-committed.ts";
 
 export const ADMIN_URL = process.env.AGENTMON_TEST_DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test";
 
@@ -152,4 +153,24 @@ export async function databaseAtVersion(
     await client.end();
   }
   return url;
+}
+
+/**
+ * Every projection's rows, read with the SQLite runners' SQL (test/db/sqlite-committed.ts DERIVED),
+ * bigints as numbers so that a comparison with a rebuild weighs values, not spellings.
+ */
+export async function derivedRows(db: pg.Pool): Promise<Record<string, Record<string, unknown>[]>> {
+  const found: Record<string, Record<string, unknown>[]> = {};
+  for (const [name, sql] of Object.entries(DERIVED)) {
+    const { rows } = await db.query<Record<string, unknown>>(sql);
+    found[name] = rows.map((row) =>
+      Object.fromEntries(
+        Object.entries(row).map(([k, v]) => [
+          k,
+          typeof v === "string" && /^-?\d+$/.test(v) && k !== "key" && k !== "model" ? Number(v) : v,
+        ]),
+      ),
+    );
+  }
+  return found;
 }

@@ -2,8 +2,7 @@
 import t from "tap";
 import { schemaVersion } from "../../db/postgres/migrate.ts";
 import { openPostgresStore } from "../../db/postgres/store.ts";
-import { postgresRequired, postgresUnavailable, testDatabase } from "../postgres.ts";
-import { DERIVED } from "./sqlite-committed.ts";
+import { derivedRows, postgresRequired, postgresUnavailable, testDatabase } from "../postgres.ts";
 import { storeContract } from "./store.contract.ts";
 
 const unavailable = await postgresUnavailable();
@@ -32,21 +31,7 @@ if (unavailable !== undefined && !postgresRequired()) {
       };
       // Every projection's rows, read as the SQLite runners read them (the same SQL), bigints as
       // numbers so that the rebuild comparison weighs values, not spellings.
-      const derived = async () => {
-        const found: Record<string, Record<string, unknown>[]> = {};
-        for (const [name, sql] of Object.entries(DERIVED)) {
-          const { rows: all } = await committed.pool.query<Record<string, unknown>>(sql);
-          found[name] = all.map((row) =>
-            Object.fromEntries(
-              Object.entries(row).map(([k, v]) => [
-                k,
-                typeof v === "string" && /^-?\d+$/.test(v) && k !== "key" && k !== "model" ? Number(v) : v,
-              ]),
-            ),
-          );
-        }
-        return found;
-      };
+      const derived = () => derivedRows(committed.pool);
       return { store, committed, rows, derived };
     },
   });
