@@ -21,7 +21,7 @@ import type { Position } from "../domain/types.ts";
 
 /** A score's columns, its session's id joined (`s`), from `scores c`. */
 export const SCORE_SELECT = `SELECT c.id, c.name, c.data_type, c.num, c.label, s.id AS session_id, c.event_id,
-  c.conversation_id, c.source, c.comment, c.author, c.metadata, c.timestamp, c.time_us, c.created_at, c.updated_at
+  c.conversation_id, c.response_id, c.source, c.comment, c.author, c.metadata, c.timestamp, c.time_us, c.created_at, c.updated_at
   FROM scores c LEFT JOIN sessions s ON s.pk = c.session_pk`;
 
 export interface ScoreRow {
@@ -33,6 +33,7 @@ export interface ScoreRow {
   session_id: string | null;
   event_id: string | null;
   conversation_id: string | null;
+  response_id: string | null;
   source: ScoreSource;
   comment: string | null;
   author: string;
@@ -51,6 +52,7 @@ export const scoreOfRow = (row: ScoreRow): ScoreRecord => ({
   session_id: row.session_id,
   event_id: row.event_id,
   conversation_id: row.conversation_id,
+  response_id: row.response_id,
   source: row.source,
   comment: row.comment,
   author: authorOfColumn(row.author),
@@ -63,7 +65,7 @@ export const scoreOfRow = (row: ScoreRow): ScoreRecord => ({
 
 /** The values of an INSERT INTO scores, in SCORE_INSERT_COLUMNS' order (session_pk resolved by the caller). */
 export const SCORE_INSERT_COLUMNS =
-  "project_id, id, session_pk, event_id, conversation_id, name, data_type, num, label, source, comment, author, metadata, timestamp, time_us, created_at, updated_at";
+  "project_id, id, session_pk, event_id, conversation_id, response_id, name, data_type, num, label, source, comment, author, metadata, timestamp, time_us, created_at, updated_at";
 
 export function scoreValues(projectId: string, sessionPk: number | null, score: ScoreRecord) {
   const { num, label } = valueColumns(score.data_type, score.value);
@@ -73,6 +75,7 @@ export function scoreValues(projectId: string, sessionPk: number | null, score: 
     sessionPk,
     score.event_id,
     score.conversation_id,
+    score.response_id,
     score.name,
     score.data_type,
     num,
@@ -106,6 +109,7 @@ export function scoreConditions(
     where.push(filter.event_ids.length === 0 ? "FALSE" : `c.event_id IN (${filter.event_ids.map(param).join(", ")})`);
   }
   if (filter.conversation_id !== undefined) where.push(`c.conversation_id = ${param(filter.conversation_id)}`);
+  if (filter.response_id !== undefined) where.push(`c.response_id = ${param(filter.response_id)}`);
   if (filter.source !== undefined) where.push(`c.source = ${param(filter.source)}`);
   if (filter.data_type !== undefined) where.push(`c.data_type = ${param(filter.data_type)}`);
   if (filter.from_us !== undefined) where.push(`c.time_us >= ${param(filter.from_us)}`);

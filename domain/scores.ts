@@ -25,6 +25,11 @@ export interface ScoreRecord {
   session_id: string | null;
   event_id: string | null;
   conversation_id: string | null;
+  /**
+   * The model response it judges (`gen_ai.response.id`), or null. With no event_id, the
+   * projector resolves it to the span carrying that response id (decision 038).
+   */
+  response_id: string | null;
   source: ScoreSource;
   comment: string | null;
   author: ScoreAuthor;
@@ -81,6 +86,7 @@ export interface ScoreFilter {
   /** Scores of any of these events (a page of a session's events). */
   event_ids?: readonly string[] | undefined;
   conversation_id?: string | undefined;
+  response_id?: string | undefined;
   source?: ScoreSource | undefined;
   data_type?: ScoreDataType | undefined;
   from_us?: number | undefined;

@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 32414705a984d1f684b0f7fbf73e3028c0327975677e1df4b91f14fef09d9fd2. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 7c2d925d220ea4270e5d1dd2072295535b40eb6347ed14801b43babf772edceb. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -1758,10 +1758,17 @@ export interface paths {
          *
          *     **SC3 — the target.** A score judges a session (`session_id`), an event or span of it
          *     (`session_id` and `event_id`: the event id, or for OTLP the span id), or a conversation
-         *     (`conversation_id`, T13, without `session_id`). Exactly one of `session_id` and
-         *     `conversation_id` is given (400 otherwise). A session that is not in the project is a
-         *     404 naming the score's path. `event_id` is not looked up: a span may be scored before it
-         *     arrives (T17), and reads show the score with its event once it is there.
+         *     (`conversation_id`, T13, without `session_id`), or a model response (`response_id`: the
+         *     id the model's API gave its answer, OTLP's `gen_ai.response.id`). Exactly one of
+         *     `session_id` and `conversation_id` is given, or `response_id` alone (400 otherwise); a
+         *     `response_id` may come with `session_id`, not with `conversation_id`. A session that is not
+         *     in the project is a 404 naming the score's path. `event_id` is not looked up: a span may
+         *     be scored before it arrives (T17), and reads show the score with its event once it is
+         *     there. A score with `response_id` and no `event_id` is resolved to the span whose own
+         *     attributes carry that `gen_ai.response.id` (within its session when it names one; the
+         *     first by session, then span id, when several do), in whichever order the score and the
+         *     span arrive (T18, decision 038): until then its `session_id` (when not given) and
+         *     `event_id` are null.
          *
          *     **SC4 — the value.** `data_type` is `numeric` (a finite number), `categorical` (a label,
          *     1 to 200 characters) or `boolean` (`true`/`false`; also `1`/`0` and the labels
@@ -1874,6 +1881,8 @@ export interface components {
         ScoreMetadata: {
             [key: string]: unknown;
         };
+        /** @description A model response's id, as its API answered it (OTLP's `gen_ai.response.id`, e.g. `chatcmpl-…`). */
+        ResponseId: string;
         /**
          * @description A score to store (SC1-SC7). Unlike sessions and events (G5), a field this schema does not
          *     name is a 400, so that a misspelt target or value is never dropped silently: anything
@@ -1891,6 +1900,8 @@ export interface components {
             session_id?: components["schemas"]["NullableId"];
             event_id?: components["schemas"]["NullableId"];
             conversation_id?: components["schemas"]["NullableId"];
+            /** @description The model response judged (`gen_ai.response.id`, e.g. `chatcmpl-…`), see SC3. */
+            response_id?: string | null;
             /**
              * @description Who judged (SC7); `api` when absent or null.
              * @enum {string|null}
@@ -1938,6 +1949,12 @@ export interface components {
             session_id: string | null;
             event_id: string | null;
             conversation_id: string | null;
+            /**
+             * @description The model response judged (`gen_ai.response.id`), or null. With `event_id` null, the
+             *     score waits for the span carrying it (SC3); once resolved, `session_id` and `event_id`
+             *     are that span's.
+             */
+            response_id: string | null;
             source: components["schemas"]["ScoreSource"];
             comment: string | null;
             author: components["schemas"]["ScoreAuthor"];
@@ -6515,6 +6532,11 @@ export interface operations {
                 event_id?: components["schemas"]["Id"];
                 /** @description Only scores of this conversation. */
                 conversation_id?: components["schemas"]["Id"];
+                /**
+                 * @description Only scores of this model response (`gen_ai.response.id`), whether resolved to its
+                 *     span yet or not.
+                 */
+                response_id?: components["schemas"]["ResponseId"];
                 /** @description Only scores from this source. */
                 source?: components["schemas"]["ScoreSource"];
                 /** @description Only scores of this data type. */

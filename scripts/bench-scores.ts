@@ -67,6 +67,7 @@ async function storageLimit(dir: string): Promise<number> {
         session_id: sessions[n % SESSIONS] as string,
         event_id: n % 3 === 0 ? `event-${n % 50}` : null,
         conversation_id: null,
+        response_id: null,
         source: "eval",
         comment: n % 3 === 0 ? "a short explanation of the judgement" : null,
         author: { type: "api_key", id: "bench" },

@@ -86,6 +86,7 @@ function scoreRecord(view: unknown, path: string, line: number, sessionId: strin
     session_id: sessionId,
     event_id: text(view.event_id),
     conversation_id: null,
+    response_id: text(view.response_id),
     source: SOURCES.has(String(view.source)) ? (view.source as ScoreRecord["source"]) : "api",
     comment: text(view.comment),
     author: { type: author.type === "person" ? "person" : "api_key", id: text(author.id) ?? "" },

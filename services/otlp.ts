@@ -198,7 +198,12 @@ export async function exportLogs(context: Context, claims: OtlpClaims, body: unk
     reasons.push(problem);
   });
   const writes = mapLogRecords(request, now, refused);
-  const scoreWrites = groupByTrace(scored.scores);
+  const scoreWrites = groupByTrace(scored.scores.filter((score) => score.session_id !== null));
+  // Results naming only a response (no trace): scores of the project, resolved by the projector
+  // to the span that carries the response id once both are stored (decision 038). Their ids are
+  // digests of the records, so a retry after a failure below stores nothing twice.
+  const loose = scored.scores.filter((score) => score.session_id === null);
+  if (loose.length > 0) await context.store.insertScores(claims.project_id, loose, claims.key_id);
   let foreign = 0;
   if (writes.length > 0 || scoreWrites.length > 0) {
     const outcomes: { records: TraceOutcome[]; scores: TraceOutcome[] } =
@@ -221,10 +226,11 @@ export async function exportLogs(context: Context, claims: OtlpClaims, body: unk
     );
     foreign =
       writes.filter((write) => others.has(write.session_id)).length +
-      sessionOnly.filter(({ evaluation }) => others.has(evaluation.session_id)).length;
+      sessionOnly.filter(({ evaluation }) => evaluation.session_id !== null && others.has(evaluation.session_id))
+        .length;
     context.counts.ingested("log_records", writes.length + sessionOnly.length - foreign);
     if (foreign > 0) reasons.push("their trace is a session of another project (409)");
-  }
+  } else if (loose.length > 0) context.counts.ingested("log_records", loose.length);
   const rejected = refused.size + foreign;
   if (rejected === 0) return {};
   context.counts.rejected("log_records", rejected);
@@ -317,6 +323,7 @@ async function scoresOf(
       session_id: evaluation.session_id,
       event_id: evaluation.event_id,
       conversation_id: null,
+      response_id: evaluation.response_id,
       source: "eval",
       comment: evaluation.comment,
       author: { type: "api_key", id: claims.key_id },

@@ -32,6 +32,7 @@ export interface ScoreInput {
   session_id?: string | null;
   event_id?: string | null;
   conversation_id?: string | null;
+  response_id?: string | null;
   source?: ScoreSource | null;
   comment?: string | null;
   metadata?: JsonObject | null;
@@ -72,8 +73,13 @@ export async function recordScores(context: Context, scorer: Scorer, inputs: Sco
         path: `${path}.conversation_id`,
         message: "a score judges a session or a conversation, not both",
       });
-    } else if (sessionId == null && input.conversation_id == null) {
-      problems.push({ path: `${path}.session_id`, message: "is required (or conversation_id)" });
+    } else if (input.response_id != null && input.conversation_id != null) {
+      problems.push({
+        path: `${path}.response_id`,
+        message: "a score judges a response of a session or a conversation, not both",
+      });
+    } else if (sessionId == null && input.conversation_id == null && input.response_id == null) {
+      problems.push({ path: `${path}.session_id`, message: "is required (or conversation_id, or response_id)" });
     } else if (input.event_id != null && sessionId == null) {
       problems.push({ path: `${path}.event_id`, message: "an event is scored with its session_id" });
     }
@@ -90,6 +96,7 @@ export async function recordScores(context: Context, scorer: Scorer, inputs: Sco
       session_id: sessionId ?? null,
       event_id: input.event_id ?? null,
       conversation_id: input.conversation_id ?? null,
+      response_id: input.response_id ?? null,
       source: input.source ?? "api",
       comment: input.comment ?? null,
       author: scorer.author,

@@ -23,17 +23,22 @@ import { performance } from "node:perf_hooks";
 import { setTimeout as delay } from "node:timers/promises";
 import type pg from "pg";
 import { type Change, PROJECTIONS, type SessionTable, type SumTable, type Write } from "../projections/projections.ts";
+import { indexedResponses, pending, RESPONSE_KEY } from "../projections/responses.ts";
 import { type EventFacts, fold, type SessionFacts, type Share, shareOf } from "../projections/share.ts";
-import type { Scored, ScoredEvent, ScoreFact } from "../projections/types.ts";
+import type { Change as ChangeOf, Scored, ScoredEvent, ScoreFact } from "../projections/types.ts";
 import type { StorageStats } from "../store.ts";
 import { isRetryable } from "./errors.ts";
 
 /**
  * How a session changed: its row only; events added (their ids); anything (count it again); its
- * scores (score analytics project it again, even when none is left). 3 is SQLite's reindex.
+ * scores (score analytics project it again, even when none is left); scores (their pks in `ids`)
+ * may wait for their response's span (under session pk 0, RESOLVE_PK: decision 038). 3 is
+ * SQLite's reindex.
  */
-export const CHANGE = { row: 0, added: 1, again: 2, scores: 4 } as const;
+export const CHANGE = { row: 0, added: 1, again: 2, scores: 4, resolve: 5 } as const;
 const { added: ADDED, again: AGAIN, scores: SCORES } = CHANGE;
+/** The queue's "session" of the scores to resolve: no session has pk 0. */
+export const RESOLVE_PK = 0;
 
 /** The projector's advisory lock key; 0x61676d70 is "agmp" (migrations take "agmn"). */
 export const PROJECTOR_LOCK = 0x61676d70;
@@ -100,6 +105,9 @@ const TYPES: Record<string, string> = {
   num: "float8",
   label: "text",
   source: "text",
+  // response_spans (db/projections/responses.ts)
+  response_id: "text",
+  event_id: "text",
 };
 const typeOf = (column: string) => TYPES[column] ?? "int8";
 /** `unnest` of one array parameter per column, from $1 on. */
@@ -117,6 +125,8 @@ type ProjectorStats = NonNullable<StorageStats["projection"]>;
  */
 export function postgresProjector(pool: pg.Pool, readers: pg.Pool) {
   const figures = { batches: 0, longest: 0 };
+  /** Batches that queued sessions again (scores resolved): a catch-up projects those too. */
+  let requeued = 0;
   let scheduled: NodeJS.Timeout | undefined;
   let closed = false;
   /** This node's projecting, one job at a time (a catch-up waits for a batch in progress). */
@@ -182,11 +192,14 @@ export function postgresProjector(pool: pg.Pool, readers: pg.Pool) {
       [BATCH_ENTRIES, BATCH_SESSIONS],
     );
     if (head.length === 0) return false;
-    const pks = head.map((h) => h.session_pk).sort((a, b) => a - b);
     const { rows: entries } = await db.query<Entry>(
       "SELECT seq, session_pk, kind, ids FROM projection_queue WHERE session_pk = ANY($1::int8[])",
-      [pks],
+      [head.map((h) => h.session_pk)],
     );
+    const pks = head
+      .map((h) => h.session_pk)
+      .filter((pk) => pk !== RESOLVE_PK)
+      .sort((a, b) => a - b);
     const { rows: sessions } = await db.query<{
       pk: number;
       project: string;
@@ -234,6 +247,33 @@ export function postgresProjector(pool: pg.Pool, readers: pg.Pool) {
       );
     }
     if (added.length > 0) put(await byIds(db, added));
+    // Events that may carry a response id (db/projections/responses.ts reads it): all of a
+    // session counted again, the added ones of the others.
+    const responses = new Map<number, NonNullable<ChangeOf["responses"]>>();
+    for (const pk of again) responses.set(pk, { whole: true, events: [] });
+    const mention = async (sql: string, values: unknown[]) => {
+      for (const row of (await db.query<{ session_pk: number; id: string; extra: string }>(sql, values)).rows) {
+        let of = responses.get(row.session_pk);
+        if (of === undefined) {
+          of = { whole: false, events: [] };
+          responses.set(row.session_pk, of);
+        }
+        of.events.push({ id: row.id, extra: row.extra });
+      }
+    };
+    if (again.size > 0) {
+      await mention(
+        "SELECT session_pk, id, extra FROM events WHERE session_pk = ANY($1::int8[]) AND strpos(extra, $2) > 0",
+        [[...again], RESPONSE_KEY],
+      );
+    }
+    if (added.length > 0) {
+      await mention(
+        `SELECT e.session_pk, e.id, e.extra FROM unnest($1::int8[], $2::text[]) AS a (session_pk, id)
+         JOIN events e ON e.session_pk = a.session_pk AND e.id = a.id COLLATE "C" WHERE strpos(e.extra, $3) > 0`,
+        [added.map((a) => a.pk), added.map((a) => a.id), RESPONSE_KEY],
+      );
+    }
     // The stored triggers of the folded errors (fold's lookup is synchronous): one query for all.
     const wanted: { pk: number; id: string }[] = [];
     for (const pk of new Set(added.map((a) => a.pk))) {
@@ -271,7 +311,7 @@ export function postgresProjector(pool: pg.Pool, readers: pg.Pool) {
       }
       if (after) kept.push([pk, JSON.stringify(after)]);
       else if (before) dropped.push(pk);
-      if (before || after) changes.push({ pk, before, after });
+      if (before || after) changes.push({ pk, before, after, responses: row && responses.get(pk) });
       if (row === undefined || bySession.get(pk)?.some((e) => e.kind === SCORES)) rescored.push(pk);
     }
     const loaded = await scoredOf(db, pks, rescored);
@@ -284,7 +324,19 @@ export function postgresProjector(pool: pg.Pool, readers: pg.Pool) {
       );
     }
     if (dropped.length > 0) await db.query("DELETE FROM session_shares WHERE session_pk = ANY($1::int8[])", [dropped]);
-    for (const projection of PROJECTIONS) for (const write of projection.apply(changes)) await run(db, write);
+    const writes = PROJECTIONS.flatMap((projection) => projection.apply(changes));
+    for (const write of writes) await run(db, write);
+    // Scores waiting for a response's span: those the calls queued, those naming a response this
+    // batch indexed. Their sessions are queued: the next batch counts them in score analytics.
+    const waiting = entries.filter((e) => e.session_pk === RESOLVE_PK).flatMap((e) => e.ids ?? []);
+    const resolved = await resolve(db, waiting, indexedResponses(writes));
+    if (resolved.length > 0) {
+      await db.query(
+        `INSERT INTO projection_queue (session_pk, kind) SELECT pk, ${SCORES} FROM unnest($1::int8[]) AS u (pk) ORDER BY pk`,
+        [resolved],
+      );
+      requeued++;
+    }
     await db.query("DELETE FROM projection_queue WHERE seq = ANY($1::int8[])", [entries.map((e) => e.seq)]);
     return true;
   };
@@ -314,13 +366,21 @@ export function postgresProjector(pool: pg.Pool, readers: pg.Pool) {
      */
     async catchUp(): Promise<void> {
       const { rows } = await readers.query<{ mark: number | null }>("SELECT max(seq) AS mark FROM projection_queue");
-      const mark = rows[0]?.mark ?? null;
+      let mark = rows[0]?.mark ?? null;
       if (mark === null) return;
       const left = async (db: pg.ClientBase) =>
         ((await db.query("SELECT 1 FROM projection_queue WHERE seq <= $1 LIMIT 1", [mark])).rowCount ?? 0) > 0;
       await exclusive(() =>
         locked(true, async (db) => {
-          while ((await left(db)) && (await step(db))) {}
+          for (;;) {
+            const seen = requeued;
+            while ((await left(db)) && (await step(db))) {}
+            // A batch resolved scores and queued their sessions after the mark: those too.
+            if (requeued === seen) return;
+            mark = (await db.query<{ mark: number | null }>("SELECT max(seq) AS mark FROM projection_queue")).rows[0]
+              ?.mark as number | null;
+            if (mark === null) return;
+          }
         }),
       );
     },
@@ -392,6 +452,14 @@ export function postgresProjector(pool: pg.Pool, readers: pg.Pool) {
 async function run(db: pg.ClientBase, write: Write) {
   if (write.kind === "add") return add(db, write.table, write.rows);
   if (write.kind === "replace") return replace(db, write.table, write.pks, write.rows);
+  if (write.kind === "insert") {
+    await db.query(
+      `INSERT INTO ${write.table.name} (${write.table.columns.join(", ")}) SELECT * FROM ${unnest(write.table.columns)}
+       ON CONFLICT DO NOTHING`,
+      byColumn(write.rows, write.table.columns.length),
+    );
+    return;
+  }
   const columns = ["pk", ...write.columns];
   await db.query(
     `UPDATE sessions s SET ${write.columns.map((c) => `${c} = u.${c}`).join(", ")}
@@ -483,4 +551,31 @@ async function scoredOf(db: pg.ClientBase, pks: number[], also: readonly number[
     for (const { pk, ...event } of events) of(pk).events.push(event);
   }
   return found;
+}
+
+/**
+ * Resolution (decision 038), as db/sqlite/projector.ts's: the scores waiting for their response's
+ * span among scores `pks` and those naming one of `indexed` (project, response id) get the span
+ * that `response_spans` holds for their response (the first by session, then span id; within
+ * their session when they name one). Answers the sessions of the scores resolved.
+ */
+async function resolve(db: pg.ClientBase, pks: string[], indexed: [string, string][]): Promise<number[]> {
+  if (pks.length === 0 && indexed.length === 0) return [];
+  const { rows } = await db.query<{ session_pk: number }>(
+    `WITH waiting AS (
+       SELECT s.pk, s.project_id, s.response_id, s.session_pk FROM scores s WHERE s.pk = ANY($1::int8[]) AND ${pending("s.")}
+       UNION
+       SELECT s.pk, s.project_id, s.response_id, s.session_pk FROM unnest($2::text[], $3::text[]) AS n (project_id, response_id)
+       JOIN scores s ON s.project_id = n.project_id AND s.response_id = n.response_id WHERE ${pending("s.")}),
+     found AS (
+       SELECT w.pk, r.session_pk, r.event_id FROM waiting w
+       CROSS JOIN LATERAL (SELECT r.session_pk, r.event_id FROM response_spans r
+         WHERE r.project_id = w.project_id AND r.response_id = w.response_id
+           AND (w.session_pk IS NULL OR r.session_pk = w.session_pk)
+         ORDER BY r.session_pk, r.event_id LIMIT 1) r)
+     UPDATE scores s SET session_pk = f.session_pk, event_id = f.event_id FROM found f WHERE s.pk = f.pk
+     RETURNING s.session_pk`,
+    [pks, indexed.map((i) => i[0]), indexed.map((i) => i[1])],
+  );
+  return [...new Set(rows.map((r) => Number(r.session_pk)))];
 }

@@ -14,6 +14,7 @@ import type {
 } from "../../domain/scores.ts";
 import { emptyScoreSums, valueColumns } from "../../domain/scores.ts";
 import type { Position } from "../../domain/types.ts";
+import { pending } from "../projections/responses.ts";
 import {
   configOfRow,
   SCORE_CONFIG_COLUMNS,
@@ -29,18 +30,23 @@ import {
   sumsByGroup,
 } from "../scores.ts";
 import type { ScoreAnalyticsQuery } from "../store.ts";
-import { CHANGE } from "./projector.ts";
+import { CHANGE, RESOLVE_PK } from "./projector.ts";
 
 type Queryable = pg.Pool | pg.ClientBase;
 
 /**
  * A statement that changes scores, wrapped to queue their sessions for the projector (score
  * analytics, decision 037) in the same statement; answers how many scores it changed as `n`.
+ * An INSERT also queues the new scores that wait for their response's span (decision 038).
  */
 const queued = (sql: string) =>
-  `WITH changed AS (${sql} RETURNING session_pk),
-   queued AS (INSERT INTO projection_queue (session_pk, kind)
-     SELECT DISTINCT session_pk, ${CHANGE.scores} FROM changed WHERE session_pk IS NOT NULL ORDER BY session_pk)
+  `WITH changed AS (${sql} RETURNING session_pk, pk, ${pending()} AS pending),
+   queued AS (INSERT INTO projection_queue (session_pk, kind, ids)
+     SELECT * FROM (
+       SELECT DISTINCT session_pk, ${CHANGE.scores}, NULL::text[] FROM changed WHERE session_pk IS NOT NULL
+       UNION ALL
+       SELECT ${RESOLVE_PK}, ${CHANGE.resolve}, array_agg(pk::text) FROM changed WHERE pending HAVING count(*) > 0) q
+     ORDER BY 1)
    SELECT count(*)::int AS n FROM changed`;
 
 const COLUMN_COUNT = SCORE_INSERT_COLUMNS.split(",").length;

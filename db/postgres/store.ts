@@ -15,8 +15,9 @@ import {
   shippedPrices,
 } from "../../domain/prices.ts";
 import { patchEvent } from "../../domain/records.ts";
+import type { ScoreFilter } from "../../domain/scores.ts";
 import { parseTimestamp, type Timestamp } from "../../domain/timestamps.ts";
-import type { EventRecord, ImportedPrices, UnpricedModel } from "../../domain/types.ts";
+import type { EventRecord, ImportedPrices, Position, UnpricedModel } from "../../domain/types.ts";
 import { SchemaMismatch, StorageFault } from "../errors.ts";
 import { eventRow, rowTotals } from "../rows.ts";
 import type { Store } from "../store.ts";
@@ -361,8 +362,11 @@ function postgresStore(
 
       insertScores: (projectId, list, keyId) =>
         write(list.length, keyId, projectId, (tx) => scores.insertScores(tx, projectId, list)),
-      getScore: (projectId, id) => scores.getScore(readers, projectId, id),
-      listScores: (projectId, filter, after, limit) => scores.listScores(readers, projectId, filter, after, limit),
+      // Current: the projector resolves scores waiting for their response's span (decision 038).
+      getScore: current((projectId: string, id: string) => scores.getScore(readers, projectId, id)),
+      listScores: current((projectId: string, filter: ScoreFilter, after: Position | undefined, limit: number) =>
+        scores.listScores(readers, projectId, filter, after, limit),
+      ),
       updateScore: (projectId, id, changes) =>
         write(1, undefined, projectId, (tx) => scores.updateScore(tx, projectId, id, changes)),
       deleteScore: (projectId, id) => write(1, undefined, projectId, (tx) => scores.deleteScore(tx, projectId, id)),

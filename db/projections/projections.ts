@@ -8,6 +8,7 @@
  */
 import { histogramBucket } from "../../domain/analytics.ts";
 import { TOTALS_COLUMNS } from "../rows.ts";
+import { responseSpans } from "./responses.ts";
 import { scoreFacts } from "./scores.ts";
 import { type Bucket, durationOf, SEP, type Share } from "./share.ts";
 import type { Change, Projection, SessionTable, SumTable, Write } from "./types.ts";
@@ -191,4 +192,4 @@ export const eventRollups: Projection = {
 };
 
 /** Every projection, in the order the projector applies them. */
-export const PROJECTIONS: readonly Projection[] = [totals, sessionRollups, eventRollups, scoreFacts];
+export const PROJECTIONS: readonly Projection[] = [totals, sessionRollups, eventRollups, scoreFacts, responseSpans];

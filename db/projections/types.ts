@@ -14,6 +14,11 @@ export interface Change {
    * scores changed; undefined: nothing of score analytics changes.
    */
   scored?: Scored | undefined;
+  /**
+   * Events of the session whose stored `extra` mentions `gen_ai.response.id` (./responses.ts):
+   * all of them (`whole`) when it is counted again, else the ones added; undefined: none changed.
+   */
+  responses?: { whole: boolean; events: { id: string; extra: string }[] } | undefined;
 }
 
 /**
@@ -41,6 +46,8 @@ export type Write =
   | { kind: "add"; table: SumTable; rows: unknown[][] }
   /** The rows of these sessions replaced by `rows` (session_pk first). */
   | { kind: "replace"; table: SessionTable; pks: number[]; rows: unknown[][] }
+  /** Rows added to a table of rows per session (a row already there is left as it is). */
+  | { kind: "insert"; table: SessionTable; rows: unknown[][] }
   /** Columns of the sessions' rows set: [pk, ...values] in the order of `columns`. */
   | { kind: "session"; columns: readonly string[]; rows: unknown[][] };
 

@@ -12,9 +12,10 @@ import { performance } from "node:perf_hooks";
 import type Database from "better-sqlite3";
 import { histogramBucket } from "../../domain/analytics.ts";
 import { type Change, PROJECTIONS, type SessionTable, type SumTable, type Write } from "../projections/projections.ts";
+import { indexedResponses, pending, RESPONSE_KEY } from "../projections/responses.ts";
 import { type EventFacts, factsOfRow, fold, type SessionFacts, type Share, shareOf } from "../projections/share.ts";
 import type { Scored, ScoredEvent, ScoreFact } from "../projections/types.ts";
-import type { EventRow } from "../rows.ts";
+import { COLUMN, type EventRow } from "../rows.ts";
 
 // The type from better-sqlite3, not from ./open.ts, which imports this file (no import cycle).
 type Db = Database.Database;
@@ -22,11 +23,14 @@ type Db = Database.Database;
 /**
  * How a session changed: its row only; events added (pks lo..hi); anything (count it again from
  * its rows); events lo..hi to index again (their body changed: migration 012's trigger queues it);
- * its scores changed (score analytics project it again, even when none is left).
+ * its scores changed (score analytics project it again, even when none is left); scores pk lo..hi
+ * may wait for their response's span (`resolve`, under session pk 0, RESOLVE_PK: decision 038).
  */
-export const CHANGE = { row: 0, added: 1, again: 2, reindex: 3, scores: 4 } as const;
+export const CHANGE = { row: 0, added: 1, again: 2, reindex: 3, scores: 4, resolve: 5 } as const;
 export type ChangeKind = (typeof CHANGE)[keyof typeof CHANGE];
 const { added: ADDED, again: AGAIN, reindex: REINDEX, scores: SCORES } = CHANGE;
+/** The queue's "session" of the scores to resolve: no session has pk 0. */
+export const RESOLVE_PK = 0;
 
 /** Each projection's version, as the meta table keeps what the database was projected with. */
 const VERSIONS = JSON.stringify(Object.fromEntries(PROJECTIONS.map((p) => [p.name, p.version])));
@@ -134,7 +138,15 @@ export function sqliteProjector(db: Db) {
       "INSERT INTO session_shares (session_pk, share) VALUES (?, ?) ON CONFLICT (session_pk) DO UPDATE SET share = excluded.share",
     ),
     dropShare: db.prepare<[number]>("DELETE FROM session_shares WHERE session_pk = ?"),
-    done: db.prepare<[string]>("DELETE FROM projection_queue WHERE session_pk IN (SELECT value FROM json_each(?))"),
+    // By seq: a batch that resolves scores queues their sessions again, and those entries stay.
+    done: db.prepare<[string]>("DELETE FROM projection_queue WHERE seq IN (SELECT value FROM json_each(?))"),
+    // Events that may carry a response id (db/projections/responses.ts reads it).
+    responsesIn: db.prepare<[number, number, number], { id: string; extra: string }>(
+      `SELECT id, extra FROM events WHERE session_pk = ? AND pk BETWEEN ? AND ? AND instr(extra, '${RESPONSE_KEY}') > 0`,
+    ),
+    responsesOf: db.prepare<[number], { id: string; extra: string }>(
+      `SELECT id, extra FROM events WHERE session_pk = ? AND instr(extra, '${RESPONSE_KEY}') > 0`,
+    ),
     // The search index (migration 008) takes the batch's new events whose words were not handed
     // over, and those whose body changed, with the words of their stored body (an event the batch
     // names twice is indexed once, and only while it exists).
@@ -148,6 +160,7 @@ export function sqliteProjector(db: Db) {
     ),
   };
   const scored = scoredStatements(db);
+  const resolve = resolveStatements(db);
   const statements = new Map<string, Database.Statement<unknown[]>>();
   const prepared = (sql: string) => {
     let statement = statements.get(sql);
@@ -171,9 +184,10 @@ export function sqliteProjector(db: Db) {
   /** Queue entries a batch inside the running group projected before their group committed. */
   const projectedEarly = new Set<string>();
 
-  const batch = db.transaction((pks: number[]) => {
-    const list = JSON.stringify(pks);
+  const batch = db.transaction((head: number[]) => {
+    const list = JSON.stringify(head);
     const entries = q.entries.all(list);
+    const pks = head.filter((pk) => pk !== RESOLVE_PK);
     const facts = new Map(q.sessions.all(list).map((s) => [s.pk, s]));
     const shares = new Map(q.shares.all(list).map((s) => [s.session_pk, JSON.parse(s.share) as Share]));
     const bySession = new Map<number, Entry[]>();
@@ -195,6 +209,15 @@ export function sqliteProjector(db: Db) {
       const mine = bySession.get(pk) ?? [];
       const again = mine.some((e) => e.kind === AGAIN);
       const rows: EventFacts[] = [];
+      // Its events that may carry a response id (./responses.ts): all of them when it is counted
+      // again, else those added (from the rows handed over, or read back).
+      let responses: Change["responses"] =
+        row !== undefined && again ? { whole: true, events: q.responsesOf.all(pk) } : undefined;
+      const responded = (events: { id: string; extra: string }[]) => {
+        if (events.length === 0 || again) return;
+        if (responses === undefined) responses = { whole: false, events };
+        else responses.events.push(...events);
+      };
       for (const e of mine) {
         const key = `${pk}:${e.lo}`;
         const given = e.kind === ADDED ? handed.get(key) : undefined;
@@ -202,6 +225,17 @@ export function sqliteProjector(db: Db) {
           handed.delete(key);
           handedRows -= given.rows.length;
         } else if (e.kind === ADDED) projectedEarly.add(key);
+        if (e.kind === ADDED && row !== undefined) {
+          if (given === undefined) responded(q.responsesIn.all(pk, e.lo as number, e.hi as number));
+          else {
+            const events: { id: string; extra: string }[] = [];
+            for (const r of given.rows) {
+              const extra = r[COLUMN.extra] as string;
+              if (extra.includes(RESPONSE_KEY)) events.push({ id: r[COLUMN.id] as string, extra });
+            }
+            responded(events);
+          }
+        }
         if (e.kind === REINDEX || (e.kind === ADDED && (given?.words === undefined || again))) {
           fromBodies.push([pk, e.lo as number, e.hi as number]);
         } else if (e.kind === ADDED && given?.words !== undefined) {
@@ -226,22 +260,29 @@ export function sqliteProjector(db: Db) {
       }
       if (after) q.putShare.run(pk, JSON.stringify(after));
       else if (before) q.dropShare.run(pk);
-      if (before || after) changes.push({ pk, before, after });
+      if (before || after) changes.push({ pk, before, after, responses });
       if (row === undefined || mine.some((e) => e.kind === SCORES)) rescored.push(pk);
     }
     const loaded = scored(pks, rescored);
     for (const change of changes) change.scored = loaded.get(change.pk);
-    for (const projection of PROJECTIONS) for (const write of projection.apply(changes)) run(write);
+    const writes = PROJECTIONS.flatMap((projection) => projection.apply(changes));
+    for (const write of writes) run(write);
+    // Scores waiting for a response's span: those the calls queued, those naming a response this
+    // batch indexed. Their sessions are queued: the next batch counts them in score analytics.
+    const ranges = entries.filter((e) => e.session_pk === RESOLVE_PK).map((e) => [e.lo, e.hi]);
+    const now = Date.now();
+    for (const pk of resolve(ranges, indexedResponses(writes))) q.queue.run(pk, SCORES, null, null, now);
     // Handed words only for sessions not counted again (their events may have changed or gone).
     if (withWords.length > 0) q.indexGiven.run(JSON.stringify(withWords));
     if (fromBodies.length > 0) q.index.run(JSON.stringify(fromBodies));
-    q.done.run(list);
+    q.done.run(JSON.stringify(entries.map((e) => e.seq)));
   });
 
   /** One projection's writes, as SQL. */
   const run = (write: Write) => {
     if (write.kind === "add") return add(write.table, write.rows);
     if (write.kind === "replace") return replace(write.table, write.pks, write.rows);
+    if (write.kind === "insert") return insert(write.table, write.rows, "OR IGNORE");
     const set = write.columns.map((c) => `${c} = ?`).join(", ");
     const update = prepared(`UPDATE sessions SET ${set} WHERE pk = ?`);
     for (const [pk, ...values] of write.rows) update.run(...values, pk);
@@ -263,10 +304,13 @@ export function sqliteProjector(db: Db) {
   const replace = (table: SessionTable, pks: number[], rows: unknown[][]) => {
     const remove = prepared(`DELETE FROM ${table.name} WHERE session_pk = ?`);
     for (const pk of pks) remove.run(pk);
-    const insert = prepared(
-      `INSERT INTO ${table.name} (${table.columns.join(", ")}) VALUES (${table.columns.map(() => "?").join(", ")})`,
+    insert(table, rows, "");
+  };
+  const insert = (table: SessionTable, rows: unknown[][], or: "" | "OR IGNORE") => {
+    const statement = prepared(
+      `INSERT ${or} INTO ${table.name} (${table.columns.join(", ")}) VALUES (${table.columns.map(() => "?").join(", ")})`,
     );
-    for (const row of rows) insert.run(...row);
+    for (const row of rows) statement.run(...row);
   };
 
   /** Projects the oldest batch of the queue; false when it was empty. */
@@ -291,6 +335,10 @@ export function sqliteProjector(db: Db) {
     /** Queues a change of session `pk` (inside the writing call's savepoint). */
     queue(pk: number, kind: ChangeKind) {
       q.queue.run(pk, kind, null, null, Date.now());
+    },
+    /** Queues scores pk lo..hi to be resolved to their response's span (inside the call's savepoint). */
+    resolve(lo: number, hi: number) {
+      q.queue.run(RESOLVE_PK, CHANGE.resolve, lo, hi, Date.now());
     },
     /**
      * Queues the rows a call added to session `pk`, pks lo..hi, and hands them (with their search
@@ -473,4 +521,53 @@ function scoredStatements(db: Db) {
     }
     return found;
   };
+}
+
+/**
+ * Resolution (decision 038): the scores waiting for their response's span among scores pk
+ * `ranges` and those naming one of `indexed` (project, response id) get the span that
+ * `response_spans` holds for their response (the first by session, then span id; within their
+ * session when they name one). Answers the sessions of the scores resolved.
+ */
+function resolveStatements(db: Db) {
+  const q = {
+    inRanges: db.prepare<[string], Waiting>(
+      `SELECT s.pk, s.project_id, s.response_id, s.session_pk FROM json_each(?) j
+       JOIN scores s ON s.pk BETWEEN j.value ->> 0 AND j.value ->> 1 WHERE ${pending("s.")}`,
+    ),
+    naming: db.prepare<[string], Waiting>(
+      `SELECT s.pk, s.project_id, s.response_id, s.session_pk FROM json_each(?) j
+       JOIN scores s ON s.project_id = j.value ->> 0 AND s.response_id = j.value ->> 1 WHERE ${pending("s.")}`,
+    ),
+    span: db.prepare<
+      { project: string; response: string; session: number | null },
+      { session_pk: number; event_id: string }
+    >(
+      `SELECT session_pk, event_id FROM response_spans
+       WHERE project_id = @project AND response_id = @response AND (@session IS NULL OR session_pk = @session)
+       ORDER BY session_pk, event_id LIMIT 1`,
+    ),
+    settle: db.prepare<[number, string, number]>("UPDATE scores SET session_pk = ?, event_id = ? WHERE pk = ?"),
+  };
+  return (ranges: unknown[][], indexed: [string, string][]): Set<number> => {
+    const sessions = new Set<number>();
+    if (ranges.length === 0 && indexed.length === 0) return sessions;
+    const waiting = new Map<number, Waiting>();
+    if (ranges.length > 0) for (const w of q.inRanges.all(JSON.stringify(ranges))) waiting.set(w.pk, w);
+    if (indexed.length > 0) for (const w of q.naming.all(JSON.stringify(indexed))) waiting.set(w.pk, w);
+    for (const w of waiting.values()) {
+      const span = q.span.get({ project: w.project_id, response: w.response_id, session: w.session_pk });
+      if (span === undefined) continue;
+      q.settle.run(span.session_pk, span.event_id, w.pk);
+      sessions.add(span.session_pk);
+    }
+    return sessions;
+  };
+}
+
+interface Waiting {
+  pk: number;
+  project_id: string;
+  response_id: string;
+  session_pk: number | null;
 }

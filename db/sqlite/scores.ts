@@ -32,13 +32,28 @@ import type { Db } from "./open.ts";
 
 /**
  * `queued`: a session's scores changed (score analytics are a projection: the projector makes
- * them again; decision 037), called inside the call's savepoint.
+ * them again; decision 037); `pending`: scores pk lo..hi may wait for their response's span (the
+ * projector resolves them, decision 038). Both called inside the call's savepoint.
  */
 export function scoreStatements(
   db: Db,
   pkOf: (projectId: string, sessionId: string) => number | undefined,
   queued: (sessionPk: number) => void,
+  pending: (lo: number, hi: number) => void,
 ) {
+  /** The pks of the pending scores a call stored, queued once at its end. */
+  let waiting: number[] = [];
+  const store = (values: unknown[], score: ScoreRecord) => {
+    const result = q.insert.run(values);
+    if (result.changes > 0 && score.response_id !== null && score.event_id === null) {
+      waiting.push(Number(result.lastInsertRowid));
+    }
+    return result.changes;
+  };
+  const flush = () => {
+    if (waiting.length > 0) pending(Math.min(...waiting), Math.max(...waiting));
+    waiting = [];
+  };
   const q = {
     insert: db.prepare(
       `INSERT INTO scores (${SCORE_INSERT_COLUMNS}) VALUES (${SCORE_INSERT_COLUMNS.split(",")
@@ -87,18 +102,20 @@ export function scoreStatements(
       const changed = new Set<number>();
       scores.forEach((score, index) => {
         const pk = pks[index] ?? null;
-        const added = q.insert.run(scoreValues(projectId, pk, score)).changes;
+        const added = store(scoreValues(projectId, pk, score), score);
         stored += added;
         if (added > 0 && pk !== null) changed.add(pk);
       });
       for (const pk of changed) queued(pk);
+      flush();
       return { stored };
     },
     /** T18: scores of one session (its pk known), in the caller's savepoint; a stored id changes nothing. */
     insertAt(projectId: string, pk: number, scores: ScoreRecord[]) {
       let added = 0;
-      for (const score of scores) added += q.insert.run(scoreValues(projectId, pk, score)).changes;
+      for (const score of scores) added += store(scoreValues(projectId, pk, score), score);
       if (added > 0) queued(pk);
+      flush();
     },
     get: (projectId: string, id: string) => {
       const row = q.get.get(projectId, id);

@@ -112,6 +112,7 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
     db,
     (projectId, sessionId) => sessions.pkOf(projectId, sessionId),
     (pk) => projector.queue(pk, CHANGE.scores),
+    (lo, hi) => projector.resolve(lo, hi),
   );
   /** A write whose TokenMismatch (the savepoint rolled back) is answered `otherwise`. */
   const tokenWrite = <T, O>(run: () => T, otherwise: O) =>
@@ -230,8 +231,9 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
 
     insertScores: (projectId, list, keyId) =>
       write(list.length, keyId, projectId, () => scores.insert(projectId, list)),
-    getScore: async (projectId, id) => scores.get(projectId, id),
-    listScores: async (projectId, filter, after, limit) => scores.list(projectId, filter, after, limit),
+    // Current: the projector resolves scores waiting for their response's span (decision 038).
+    getScore: current((projectId: string, id: string) => scores.get(projectId, id)),
+    listScores: current(scores.list),
     updateScore: (projectId, id, changes) => group.write(1, () => scores.update(projectId, id, changes)),
     deleteScore: (projectId, id) => group.write(1, () => scores.delete(projectId, id)),
     putScoreConfig: (projectId, config) => group.write(1, () => scores.putConfig(projectId, config)),

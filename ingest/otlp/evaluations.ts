@@ -8,10 +8,13 @@
  * - value: `gen_ai.evaluation.score.value` (a number: numeric), else `gen_ai.evaluation.score.label`
  *   (categorical); both given: the number, and the label kept in the metadata;
  * - comment: `gen_ai.evaluation.explanation`;
- * - metadata: every other attribute under its own key (`gen_ai.response.id`, `error.type`, ...),
- *   and the record's body as `body`;
+ * - response_id: `gen_ai.response.id` (a string), the model response judged;
+ * - metadata: every other attribute under its own key (`error.type`, ...), and the record's body
+ *   as `body`;
  * - target: the record's trace (its session, T12) and span (`event_id`, 16 hex digits); a record
- *   with a trace and no span judges the session;
+ *   with a trace and no span judges the session, or the span of it that carries its response id;
+ *   a record with neither judges the span of the project that carries its response id (the
+ *   projector resolves it, in whichever order the two arrive: decision 038);
  * - id: a digest of the record (trace, span, name, time, attributes, body), so that a record sent
  *   again makes no second score (G8).
  */
@@ -29,6 +32,9 @@ const VALUE = "gen_ai.evaluation.score.value";
 const LABEL = "gen_ai.evaluation.score.label";
 const EXPLANATION = "gen_ai.evaluation.explanation";
 const ERROR_TYPE = "error.type";
+const RESPONSE_ID = "gen_ai.response.id";
+/** The longest response id kept (openapi.yaml ScoreInput.response_id). */
+export const RESPONSE_ID_MAX = 500;
 
 const TRACE_ID = /^(?!0{32})[0-9a-f]{32}$/;
 const SPAN_ID = /^(?!0{16})[0-9a-f]{16}$/;
@@ -36,8 +42,10 @@ const SPAN_ID = /^(?!0{16})[0-9a-f]{16}$/;
 /** An evaluation result read from the wire, before its value meets the project's configs. */
 export interface Evaluation {
   id: string;
-  session_id: string;
+  /** The trace's session, or null: a result naming only a response (`response_id`). */
+  session_id: string | null;
   event_id: string | null;
+  response_id: string | null;
   name: string;
   /** The number, when one was given; else undefined. */
   number: number | undefined;
@@ -75,17 +83,30 @@ export function readEvaluation(source: {
   now: Timestamp;
 }): EvaluationReading {
   const attributes = plainObject(source.attributes);
-  const { [NAME]: name, [VALUE]: value, [LABEL]: label, [EXPLANATION]: explanation, ...rest } = attributes;
-  if (!TRACE_ID.test(source.traceId)) {
-    return {
-      problem:
-        source.traceId === "" || /^0+$/.test(source.traceId)
-          ? "it names no trace (a gen_ai.response.id alone is not resolved yet: send the trace and span ids)"
-          : `its trace id ${JSON.stringify(source.traceId)} is not 32 hex digits`,
-    };
+  const {
+    [NAME]: name,
+    [VALUE]: value,
+    [LABEL]: label,
+    [EXPLANATION]: explanation,
+    [RESPONSE_ID]: response,
+    ...rest
+  } = attributes;
+  const responseId = typeof response === "string" && response.length > 0 ? response : null;
+  if (responseId !== null && responseId.length > RESPONSE_ID_MAX) {
+    return { problem: `its ${RESPONSE_ID} is longer than ${RESPONSE_ID_MAX} characters` };
   }
-  const spanId = SPAN_ID.test(source.spanId) ? source.spanId : null;
-  if (spanId === null && source.spanId !== "" && !/^0+$/.test(source.spanId)) {
+  // A response id that is not a string is kept in the metadata as sent, and resolves nothing.
+  if (response !== undefined && responseId === null) rest[RESPONSE_ID] = response;
+  const noTrace = source.traceId === "" || /^0+$/.test(source.traceId);
+  if (noTrace && responseId === null) {
+    return { problem: `it names neither a trace nor a ${RESPONSE_ID}` };
+  }
+  if (!noTrace && !TRACE_ID.test(source.traceId)) {
+    return { problem: `its trace id ${JSON.stringify(source.traceId)} is not 32 hex digits` };
+  }
+  // A span id means nothing without its trace: such a record is resolved by its response id.
+  const spanId = !noTrace && SPAN_ID.test(source.spanId) ? source.spanId : null;
+  if (!noTrace && spanId === null && source.spanId !== "" && !/^0+$/.test(source.spanId)) {
     return { problem: `its span id ${JSON.stringify(source.spanId)} is not 16 hex digits` };
   }
   if (typeof name !== "string" || name.length === 0) return { problem: `it has no ${NAME}` };
@@ -110,8 +131,9 @@ export function readEvaluation(source: {
   return {
     evaluation: {
       id: digestId([source.traceId, spanId, name, source.timeUnixNano ?? null, attributes, body ?? null]),
-      session_id: traceIdToSessionId(source.traceId),
+      session_id: noTrace ? null : traceIdToSessionId(source.traceId),
       event_id: spanId,
+      response_id: responseId,
       name,
       number,
       label: text,

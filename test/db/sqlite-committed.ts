@@ -62,6 +62,7 @@ export const DERIVED: Record<string, string> = {
   session_shares: "SELECT session_pk, share FROM session_shares ORDER BY session_pk",
   score_facts: `SELECT session_pk, score_pk, project_id, name, dim, key, data_type, num, label, source, time_us
     FROM score_facts ORDER BY session_pk, score_pk, dim, key`,
+  response_spans: "SELECT * FROM response_spans ORDER BY session_pk, event_id, response_id",
 };
 
 /**
@@ -69,4 +70,4 @@ export const DERIVED: Record<string, string> = {
  * the other tables, since the projector may catch up on earlier writes meanwhile.
  */
 export const PROJECTION_TABLES =
-  /^(projection_queue|session_shares|session_models|session_rollup|event_rollup|event_search|session_search|score_facts)/;
+  /^(projection_queue|session_shares|session_models|session_rollup|event_rollup|event_search|session_search|score_facts|response_spans)/;

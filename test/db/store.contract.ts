@@ -18,6 +18,7 @@ import { lifecycleContract } from "./contract/lifecycle.ts";
 import { listContract } from "./contract/lists.ts";
 import { peopleContract } from "./contract/people.ts";
 import { priceContract } from "./contract/prices.ts";
+import { responseContract } from "./contract/responses.ts";
 import { retentionContract } from "./contract/retention.ts";
 import { rollupContract } from "./contract/rollups.ts";
 import { scoreContract } from "./contract/scores.ts";
@@ -42,4 +43,5 @@ export function storeContract(t: Test, adapter: Adapter) {
   rollupContract(t, f);
   peopleContract(t, f);
   scoreContract(t, f);
+  responseContract(t, f);
 }

@@ -19,6 +19,7 @@ const score = (id: string, fields: Partial<ScoreRecord> = {}): ScoreRecord => ({
   session_id: "s-1",
   event_id: null,
   conversation_id: null,
+  response_id: null,
   source: "api",
   comment: null,
   author: { type: "api_key", id: "key-1" },
