@@ -165,8 +165,13 @@ t.test("the logs SDK's evaluation results: scores of their span, before and afte
     source: "eval",
     comment: "It answers the question asked.",
     author,
-    metadata: { "gen_ai.evaluation.score.label": "relevant", "gen_ai.response.id": "chatcmpl-42" },
+    response_id: "chatcmpl-42",
+    metadata: { "gen_ai.evaluation.score.label": "relevant" },
   });
+  t.notOk(
+    "gen_ai.response.id" in (relevance?.metadata ?? {}),
+    "the response id is the score's response_id, not metadata",
+  );
   t.match(
     early.find((s) => s.name === "tone"),
     {
@@ -251,6 +256,106 @@ const postLogs = (api: TestApp, body: unknown, key = API_KEY) =>
     payload: JSON.stringify(body),
   });
 
+t.test(
+  "a result naming only its gen_ai.response.id (no trace) scores the span carrying it, in either order",
+  async (t) => {
+    const { env, logs, traces } = await agentmon(t);
+    const spans = new InMemorySpanExporter();
+    const records = new InMemoryLogRecordExporter();
+    const resource = resourceFromAttributes({ "service.name": "answering-agent" });
+    const tracer = new BasicTracerProvider({ resource, spanProcessors: [new SimpleSpanProcessor(spans)] }).getTracer(
+      "scores-test",
+    );
+    // An evaluator of its own (another process, later): no trace context, only the response id.
+    const logger = new LoggerProvider({
+      resource: resourceFromAttributes({ "service.name": "offline-evaluator" }),
+      processors: [new SimpleLogRecordProcessor({ exporter: records })],
+    }).getLogger("evaluator");
+    const chat = tracer.startSpan("chat gpt-4o", {
+      attributes: {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": "gpt-4o",
+        "gen_ai.response.id": "chatcmpl-77",
+      },
+    });
+    chat.end();
+    const judge = (name: string, value: number) =>
+      logger.emit({
+        eventName: "gen_ai.evaluation.result",
+        attributes: {
+          "gen_ai.evaluation.name": name,
+          "gen_ai.evaluation.score.value": value,
+          "gen_ai.response.id": "chatcmpl-77",
+        },
+      });
+    judge("helpfulness", 0.9);
+    const first = records.getFinishedLogRecords() as ReadableLogRecord[];
+    t.equal(first[0]?.spanContext, undefined, "the SDK sends the record without a trace");
+    const sessionId = sessionOf(chat.spanContext().traceId);
+
+    // The result first: kept, waiting for its span; it makes no session.
+    t.strictSame(await exportWith(logs, first), { code: 0 }, "accepted");
+    const waiting = await scoresOf(env, "&response_id=chatcmpl-77");
+    t.match(waiting, [
+      { name: "helpfulness", value: 0.9, session_id: null, event_id: null, response_id: "chatcmpl-77", source: "eval" },
+    ]);
+    t.equal((await get(env, `/v2/sessions/${sessionId}`)).statusCode, 404, "no session is made for it");
+
+    // The span arrives: every answer that follows shows the score as the span's.
+    t.strictSame(await exportWith(traces, spans.getFinishedSpans() as ReadableSpan[]), { code: 0 });
+    const resolved = await scoresOf(env, "&response_id=chatcmpl-77");
+    t.match(resolved, [{ name: "helpfulness", session_id: sessionId, event_id: chat.spanContext().spanId }]);
+    t.strictSame(
+      (await scoresOf(env, `&session_id=${sessionId}`)).map((s) => s.name),
+      ["helpfulness"],
+      "a score of the session",
+    );
+    const page = (await get(env, `/v2/sessions/${sessionId}`)).json();
+    t.strictSame(
+      page.scores.map((s: Record<string, unknown>) => [s.name, s.event_id]),
+      [["helpfulness", chat.spanContext().spanId]],
+      "the session's answer lists it with its span",
+    );
+    const byModel = await get(env, "/v2/analytics/scores/breakdown?name=helpfulness&by=model");
+    t.match(byModel.json().items, [{ key: "gpt-4o", count: 1 }], "score analytics count it with the span's model");
+
+    // A result after its span is resolved at once; retries store nothing twice.
+    judge("correctness", 1);
+    const all = records.getFinishedLogRecords() as ReadableLogRecord[];
+    t.strictSame(await exportWith(logs, all), { code: 0 });
+    t.strictSame(await exportWith(logs, all), { code: 0 });
+    t.strictSame((await scoresOf(env, `&event_id=${chat.spanContext().spanId}`)).map((s) => s.name).sort(), [
+      "correctness",
+      "helpfulness",
+    ]);
+
+    // The same over POST /v2/scores: response_id alone; not with a conversation.
+    const post = (score: Record<string, unknown>) =>
+      env.inject({
+        method: "POST",
+        url: "/v2/scores",
+        headers: { "x-agentmon-api-key": API_KEY },
+        payload: { scores: [score] },
+      });
+    const rest = await post({ id: "thumbs-1", name: "thumbs", value: true, response_id: "chatcmpl-77" });
+    t.equal(rest.statusCode, 200, rest.body);
+    t.match((await get(env, "/v2/scores/thumbs-1")).json().score, {
+      session_id: sessionId,
+      event_id: chat.spanContext().spanId,
+      response_id: "chatcmpl-77",
+    });
+    const both = await post({ name: "thumbs", value: true, response_id: "chatcmpl-77", conversation_id: "c-1" });
+    t.equal(both.statusCode, 400);
+    t.match(both.json().details, [{ path: "scores[0].response_id" }]);
+    const neither = await post({ name: "thumbs", value: true });
+    t.equal(neither.statusCode, 400);
+    t.match(neither.json().details, [{ path: "scores[0].session_id", message: /or response_id/ }]);
+    const long = await post({ name: "thumbs", value: true, response_id: "r".repeat(501) });
+    t.equal(long.statusCode, 400, "a response id longer than 500 characters");
+    t.equal((await scoresOf(env)).length, 3, "nothing of the refused calls was stored");
+  },
+);
+
 t.test("bad evaluation records are refused one by one; nothing of them is kept", async (t) => {
   const api = await build(t);
   const lone = "0123456789abcdef0123456789abcdef";
@@ -273,7 +378,7 @@ t.test("bad evaluation records are refused one by one; nothing of them is kept",
   t.match(answer.partialSuccess?.errorMessage, /has no gen_ai\.evaluation\.name/);
   t.match(answer.partialSuccess?.errorMessage, /neither gen_ai\.evaluation\.score\.value/);
   t.match(answer.partialSuccess?.errorMessage, /"high" is not a finite number/);
-  t.match(answer.partialSuccess?.errorMessage, /names no trace/);
+  t.match(answer.partialSuccess?.errorMessage, /names neither a trace nor a gen_ai\.response\.id/);
   const scores = await scoresOf(api);
   t.equal(scores.length, 1, "the good record is a score");
   t.match(scores[0], { name: "relevance", value: 0.5, session_id: sessionOf(TRACE), event_id: SPAN });
@@ -327,7 +432,8 @@ t.test("a result naming its trace and no span scores the session; a failed one m
     value: "pass",
     session_id: sessionOf(TRACE),
     event_id: null,
-    metadata: { "gen_ai.response.id": "r-1" },
+    response_id: "r-1",
+    metadata: {},
   });
 });
 
@@ -510,7 +616,8 @@ t.test(
         {
           session_id: sessionId,
           comment: "The answer gives the weather in Paris, as asked.",
-          metadata: { "gen_ai.evaluation.score.label": "relevant", "gen_ai.response.id": "chatcmpl-evals-1" },
+          response_id: "chatcmpl-evals-1",
+          metadata: { "gen_ai.evaluation.score.label": "relevant" },
         },
       );
     }
