@@ -54,6 +54,7 @@ t.test("SC1-SC4: scores of a session, an event and a conversation, read back as 
     "id",
     "metadata",
     "name",
+    "response_id",
     "session_id",
     "source",
     "timestamp",
