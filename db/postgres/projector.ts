@@ -69,9 +69,11 @@ const FACTS = `e.session_pk, e.id, e.type, e.init_us, e.end_us, e.model, e.promp
   e.completion_tokens AS completion, e.cache_read_tokens AS cache_read, e.cache_creation_tokens AS cache_creation,
   e.reasoning_tokens AS reasoning, e.cost,
   CASE WHEN e.type = 'tool' THEN coalesce('=' || (e.body::json ->> 'name'), '') END AS tool,
-  CASE WHEN e.type = 'error' THEN coalesce(e.body::json ->> 'trigger_event_id', e.parent_id) END AS target`;
+  CASE WHEN e.type = 'error' THEN coalesce(e.body::json ->> 'trigger_event_id', e.parent_id) END AS target,
+  CASE WHEN strpos(e.extra, '${RESPONSE_KEY}') > 0 THEN e.extra END AS response_extra`;
 
-type Facts = EventFacts & { session_pk: number };
+/** An event's facts, its session's pk, and its `extra` when that may carry a response id (../projections/responses.ts). */
+type Facts = EventFacts & { session_pk: number; response_extra: string | null };
 
 /** The facts of the events named by (session, id), by their primary key. */
 const byIds = async (db: pg.ClientBase, named: { pk: number; id: string }[]) =>
@@ -232,7 +234,7 @@ export function postgresProjector(pool: pg.Pool, readers: pg.Pool) {
       if (!shares.has(pk) || mine.some((e) => e.kind === AGAIN)) again.add(pk);
       else for (const e of mine) if (e.kind === ADDED) for (const id of e.ids ?? []) added.push({ pk, id });
     }
-    const rows = new Map<number, EventFacts[]>();
+    const rows = new Map<number, Facts[]>();
     const put = (list: Facts[]) => {
       for (const row of list) {
         const of = rows.get(row.session_pk);
@@ -248,32 +250,13 @@ export function postgresProjector(pool: pg.Pool, readers: pg.Pool) {
     }
     if (added.length > 0) put(await byIds(db, added));
     // Events that may carry a response id (db/projections/responses.ts reads it): all of a
-    // session counted again, the added ones of the others.
+    // session counted again, the added ones of the others (read with their facts above).
     const responses = new Map<number, NonNullable<ChangeOf["responses"]>>();
-    for (const pk of again) responses.set(pk, { whole: true, events: [] });
-    const mention = async (sql: string, values: unknown[]) => {
-      for (const row of (await db.query<{ session_pk: number; id: string; extra: string }>(sql, values)).rows) {
-        let of = responses.get(row.session_pk);
-        if (of === undefined) {
-          of = { whole: false, events: [] };
-          responses.set(row.session_pk, of);
-        }
-        of.events.push({ id: row.id, extra: row.extra });
-      }
-    };
-    if (again.size > 0) {
-      await mention(
-        "SELECT session_pk, id, extra FROM events WHERE session_pk = ANY($1::int8[]) AND strpos(extra, $2) > 0",
-        [[...again], RESPONSE_KEY],
-      );
+    for (const [pk, list] of rows) {
+      const events = list.flatMap((r) => (r.response_extra === null ? [] : [{ id: r.id, extra: r.response_extra }]));
+      if (again.has(pk) || events.length > 0) responses.set(pk, { whole: again.has(pk), events });
     }
-    if (added.length > 0) {
-      await mention(
-        `SELECT e.session_pk, e.id, e.extra FROM unnest($1::int8[], $2::text[]) AS a (session_pk, id)
-         JOIN events e ON e.session_pk = a.session_pk AND e.id = a.id COLLATE "C" WHERE strpos(e.extra, $3) > 0`,
-        [added.map((a) => a.pk), added.map((a) => a.id), RESPONSE_KEY],
-      );
-    }
+    for (const pk of again) if (!responses.has(pk)) responses.set(pk, { whole: true, events: [] });
     // The stored triggers of the folded errors (fold's lookup is synchronous): one query for all.
     const wanted: { pk: number; id: string }[] = [];
     for (const pk of new Set(added.map((a) => a.pk))) {

@@ -21,13 +21,14 @@ export const RESPONSE_SPANS: SessionTable = {
 };
 
 /**
- * The response id of an event's stored `extra`: the string `gen_ai.response.id` among the span's
- * own attributes (`extra.otel.attributes`, T15 keeps them as OTLP sent them); not one of its
- * span events' or log records' (an evaluation result names the response it judges there).
+ * The response id of an event's `extra`: the string `gen_ai.response.id` among the span's own
+ * attributes (`extra.otel.attributes`, T15 keeps them as OTLP sent them); not one of its span
+ * events' or log records' (an evaluation result names the response it judges there). The
+ * writer of spans reads it from the object it has (no JSON made again); the projector from the
+ * stored text (`responseIdOf`) when the rows were not handed to it.
  */
-export function responseIdOf(extra: string): string | null {
-  if (!extra.includes(RESPONSE_KEY)) return null;
-  const otel = (JSON.parse(extra) as { otel?: { attributes?: unknown } } | null)?.otel;
+export function responseIdOfExtra(extra: unknown): string | null {
+  const otel = (extra as { otel?: { attributes?: unknown } } | null)?.otel;
   const attributes = otel?.attributes;
   if (!Array.isArray(attributes)) return null;
   for (const attribute of attributes as { key?: unknown; value?: { stringValue?: unknown } | null }[]) {
@@ -37,6 +38,13 @@ export function responseIdOf(extra: string): string | null {
   }
   return null;
 }
+
+/** responseIdOfExtra of an event's stored `extra` (JSON text), parsed only when it mentions the attribute. */
+export const responseIdOf = (extra: string): string | null =>
+  extra.includes(RESPONSE_KEY) ? responseIdOfExtra(JSON.parse(extra)) : null;
+
+/** An event given to the projection: its stored `extra`, or the response id its writer read already. */
+export type ResponseEvent = { id: string; extra: string } | { id: string; response: string };
 
 export const responseSpans: Projection = {
   name: "response-spans",
@@ -55,7 +63,7 @@ export const responseSpans: Projection = {
       if (responses.whole) replaced.push(pk);
       const into = responses.whole ? whole : added;
       for (const event of responses.events) {
-        const id = responseIdOf(event.extra);
+        const id = "response" in event ? event.response : responseIdOf(event.extra);
         if (id !== null) into.push([pk, after.session.project, id, event.id]);
       }
     }

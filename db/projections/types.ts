@@ -2,6 +2,7 @@
  * The shapes of the projections (docs/decisions/033-projections.md): what a projection is given
  * (a batch of changed sessions) and the writes it answers, which each engine's projector runs.
  */
+import type { ResponseEvent } from "./responses.ts";
 import type { Share } from "./share.ts";
 
 /** A session in a batch: its share as projected so far (none: new) and now (none: deleted). */
@@ -18,7 +19,7 @@ export interface Change {
    * Events of the session whose stored `extra` mentions `gen_ai.response.id` (./responses.ts):
    * all of them (`whole`) when it is counted again, else the ones added; undefined: none changed.
    */
-  responses?: { whole: boolean; events: { id: string; extra: string }[] } | undefined;
+  responses?: { whole: boolean; events: ResponseEvent[] } | undefined;
 }
 
 /**

@@ -12,7 +12,7 @@ import { performance } from "node:perf_hooks";
 import type Database from "better-sqlite3";
 import { histogramBucket } from "../../domain/analytics.ts";
 import { type Change, PROJECTIONS, type SessionTable, type SumTable, type Write } from "../projections/projections.ts";
-import { indexedResponses, pending, RESPONSE_KEY } from "../projections/responses.ts";
+import { indexedResponses, pending, RESPONSE_KEY, type ResponseEvent } from "../projections/responses.ts";
 import { type EventFacts, factsOfRow, fold, type SessionFacts, type Share, shareOf } from "../projections/share.ts";
 import type { Scored, ScoredEvent, ScoreFact } from "../projections/types.ts";
 import { COLUMN, type EventRow } from "../rows.ts";
@@ -70,10 +70,14 @@ interface Entry {
   at_ms: number;
 }
 
-/** A call's added rows and their search words (when the caller had them), kept until projected. */
+/**
+ * A call's added rows, their search words and their response ids (when the caller had them),
+ * kept until projected.
+ */
 interface Handed {
   rows: readonly EventRow[];
   words: readonly string[] | undefined;
+  responses: readonly (string | null)[] | undefined;
 }
 
 /** Rows handed over in memory at most; past it, the projector reads them from the table. */
@@ -213,7 +217,7 @@ export function sqliteProjector(db: Db) {
       // again, else those added (from the rows handed over, or read back).
       let responses: Change["responses"] =
         row !== undefined && again ? { whole: true, events: q.responsesOf.all(pk) } : undefined;
-      const responded = (events: { id: string; extra: string }[]) => {
+      const responded = (events: ResponseEvent[]) => {
         if (events.length === 0 || again) return;
         if (responses === undefined) responses = { whole: false, events };
         else responses.events.push(...events);
@@ -228,11 +232,17 @@ export function sqliteProjector(db: Db) {
         if (e.kind === ADDED && row !== undefined) {
           if (given === undefined) responded(q.responsesIn.all(pk, e.lo as number, e.hi as number));
           else {
-            const events: { id: string; extra: string }[] = [];
-            for (const r of given.rows) {
-              const extra = r[COLUMN.extra] as string;
-              if (extra.includes(RESPONSE_KEY)) events.push({ id: r[COLUMN.id] as string, extra });
-            }
+            const events: ResponseEvent[] = [];
+            given.rows.forEach((r, i) => {
+              const id = r[COLUMN.id] as string;
+              if (given.responses === undefined) {
+                const extra = r[COLUMN.extra] as string;
+                if (extra.includes(RESPONSE_KEY)) events.push({ id, extra });
+              } else {
+                const response = given.responses[i];
+                if (response != null) events.push({ id, response });
+              }
+            });
             responded(events);
           }
         }
@@ -346,9 +356,16 @@ export function sqliteProjector(db: Db) {
      * commit says their call's savepoint was released and the group committed (`callEnded`,
      * `groupEnded`), so that rows undone are never projected from memory.
      */
-    added(pk: number, lo: number, hi: number, rows: readonly EventRow[], words?: readonly string[]) {
+    added(
+      pk: number,
+      lo: number,
+      hi: number,
+      rows: readonly EventRow[],
+      words?: readonly string[],
+      responses?: readonly (string | null)[],
+    ) {
       q.queue.run(pk, ADDED, lo, hi, Date.now());
-      if (handedRows + rows.length <= HANDED_MAX_ROWS) ofCall.push([`${pk}:${lo}`, { rows, words }]);
+      if (handedRows + rows.length <= HANDED_MAX_ROWS) ofCall.push([`${pk}:${lo}`, { rows, words, responses }]);
     },
     /** The group commit's word on each call: its savepoint released (true) or undone. */
     callEnded(ok: boolean) {

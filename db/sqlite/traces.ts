@@ -15,6 +15,7 @@ import type {
   TraceOutcome,
   TraceWrite,
 } from "../../domain/types.ts";
+import { responseIdOfExtra } from "../projections/responses.ts";
 import {
   agentResolver,
   EVENT_COLUMNS,
@@ -31,14 +32,21 @@ import {
 import type { Db } from "./open.ts";
 import { CHANGE, type SqliteProjector } from "./projector.ts";
 
-/** A TraceWrite whose events are rows already (rows.ts eventRow), as the storage thread takes it. */
-export type TraceRows = Omit<TraceWrite, "events"> & { rows: EventRow[] };
+/**
+ * A TraceWrite whose events are rows already (rows.ts eventRow), as the storage thread takes it,
+ * with each row's response id (../projections/responses.ts), read where the span is an object.
+ */
+export type TraceRows = Omit<TraceWrite, "events"> & { rows: EventRow[]; responses: (string | null)[] };
 
 /** How many rows a request's traces write: what the group commit and the thread's backlog count. */
 export const rowsOf = (writes: TraceRows[]) => writes.reduce((rows, write) => rows + Math.max(1, write.rows.length), 0);
 
 /** The rows of a TraceWrite's events: JSON built by the caller, so the writer only writes. */
-export const traceRows = ({ events, ...write }: TraceWrite): TraceRows => ({ ...write, rows: events.map(eventRow) });
+export const traceRows = ({ events, ...write }: TraceWrite): TraceRows => ({
+  ...write,
+  rows: events.map(eventRow),
+  responses: events.map((event) => responseIdOfExtra(event.extra)),
+});
 
 const EVENT_INSERT_COLUMNS = EVENT_COLUMNS.join(", ");
 const EVENT_ROW_LENGTH = EVENT_COLUMNS.length;
@@ -128,7 +136,7 @@ export class TraceTable {
     return writes.map((write) => {
       const session = this.#session(projectId, write);
       if (session === undefined) return "foreign";
-      this.#events(session.pk, write.rows);
+      this.#events(session.pk, write.rows, write.responses);
       this.#agents(session.pk, write.agents);
       return session.created ? "created" : "stored";
     });
@@ -257,15 +265,16 @@ export class TraceTable {
    * looked for in this request first, then among the stored events; and gives that agent to the
    * stored descendants of the new events, which arrived before them.
    */
-  #events(pk: number, rows: EventRow[]) {
+  #events(pk: number, rows: EventRow[], responses: (string | null)[]) {
     const agentOf = agentResolver(rows, (parentId) => this.#q.agentOf.get(pk, parentId)?.agent_id ?? null);
     const inserted: { id: string; agent: string | null }[] = [];
     const added: EventRow[] = [];
+    const addedResponses: (string | null)[] = [];
     // T3: log records that came before their spans; the table is empty unless logs were sent.
     const records = this.#q.hasRecords.get(pk) !== undefined;
     let first = 0;
     let last = 0;
-    for (const given of rows) {
+    for (const [index, given] of rows.entries()) {
       const id = given[ROW.id] as string;
       const agent = agentOf(given);
       let row = records ? this.#withRecords(pk, given) : given;
@@ -277,11 +286,12 @@ export class TraceTable {
       if (changes === 1) {
         inserted.push({ id, agent });
         added.push(row);
+        addedResponses.push(responses[index] ?? null);
         last = Number(lastInsertRowid);
         if (first === 0) first = last;
       }
     }
-    if (first !== 0) this.#projector.added(pk, first, last, added);
+    if (first !== 0) this.#projector.added(pk, first, last, added, undefined, addedResponses);
     // Stored events that get an agent: the session's score facts group by the events' agents.
     let inherited = 0;
     for (const { id, agent } of inserted) {
