@@ -23,7 +23,7 @@ import { performance } from "node:perf_hooks";
 import { setTimeout as delay } from "node:timers/promises";
 import type pg from "pg";
 import { type Change, PROJECTIONS, type SessionTable, type SumTable, type Write } from "../projections/projections.ts";
-import { indexedResponses, pending, RESPONSE_KEY } from "../projections/responses.ts";
+import { indexedResponses, pending, RESPONSE_KEY, responseKey } from "../projections/responses.ts";
 import { type EventFacts, fold, type SessionFacts, type Share, shareOf } from "../projections/share.ts";
 import type { Change as ChangeOf, Scored, ScoredEvent, ScoreFact } from "../projections/types.ts";
 import type { StorageStats } from "../store.ts";
@@ -544,21 +544,40 @@ async function scoredOf(db: pg.ClientBase, pks: number[], also: readonly number[
  */
 async function resolve(db: pg.ClientBase, pks: string[], indexed: [string, string][]): Promise<number[]> {
   if (pks.length === 0 && indexed.length === 0) return [];
+  if (pks.length === 0) {
+    const any = await db.query(`SELECT 1 FROM scores s WHERE ${pending("s.")} LIMIT 1`);
+    if ((any.rowCount ?? 0) === 0) return [];
+  }
+  const { rows: waiting } = await db.query<{
+    pk: string;
+    project_id: string;
+    response_id: string;
+    session_pk: string | null;
+  }>(
+    `SELECT s.pk, s.project_id, s.response_id, s.session_pk FROM scores s WHERE s.pk = ANY($1::int8[]) AND ${pending("s.")}
+     UNION
+     SELECT s.pk, s.project_id, s.response_id, s.session_pk FROM unnest($2::text[], $3::text[]) AS n (project_id, response_id)
+     JOIN scores s ON s.project_id = n.project_id AND s.response_id = n.response_id WHERE ${pending("s.")}`,
+    [pks, indexed.map((i) => i[0]), indexed.map((i) => i[1])],
+  );
+  if (waiting.length === 0) return [];
   const { rows } = await db.query<{ session_pk: number }>(
-    `WITH waiting AS (
-       SELECT s.pk, s.project_id, s.response_id, s.session_pk FROM scores s WHERE s.pk = ANY($1::int8[]) AND ${pending("s.")}
-       UNION
-       SELECT s.pk, s.project_id, s.response_id, s.session_pk FROM unnest($2::text[], $3::text[]) AS n (project_id, response_id)
-       JOIN scores s ON s.project_id = n.project_id AND s.response_id = n.response_id WHERE ${pending("s.")}),
-     found AS (
-       SELECT w.pk, r.session_pk, r.event_id FROM waiting w
+    `WITH found AS (
+       SELECT w.pk, r.session_pk, r.event_id
+       FROM unnest($1::int8[], $2::int8[], $3::text[], $4::text[], $5::int8[]) AS w (pk, key, project_id, response_id, session_pk)
        CROSS JOIN LATERAL (SELECT r.session_pk, r.event_id FROM response_spans r
-         WHERE r.project_id = w.project_id AND r.response_id = w.response_id
+         WHERE r.response_key = w.key AND r.project_id = w.project_id AND r.response_id = w.response_id
            AND (w.session_pk IS NULL OR r.session_pk = w.session_pk)
          ORDER BY r.session_pk, r.event_id LIMIT 1) r)
      UPDATE scores s SET session_pk = f.session_pk, event_id = f.event_id FROM found f WHERE s.pk = f.pk
      RETURNING s.session_pk`,
-    [pks, indexed.map((i) => i[0]), indexed.map((i) => i[1])],
+    [
+      waiting.map((w) => w.pk),
+      waiting.map((w) => responseKey(w.project_id, w.response_id)),
+      waiting.map((w) => w.project_id),
+      waiting.map((w) => w.response_id),
+      waiting.map((w) => w.session_pk),
+    ],
   );
   return [...new Set(rows.map((r) => Number(r.session_pk)))];
 }

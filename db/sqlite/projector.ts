@@ -12,7 +12,7 @@ import { performance } from "node:perf_hooks";
 import type Database from "better-sqlite3";
 import { histogramBucket } from "../../domain/analytics.ts";
 import { type Change, PROJECTIONS, type SessionTable, type SumTable, type Write } from "../projections/projections.ts";
-import { indexedResponses, pending, RESPONSE_KEY, type ResponseEvent } from "../projections/responses.ts";
+import { indexedResponses, pending, RESPONSE_KEY, type ResponseEvent, responseKey } from "../projections/responses.ts";
 import { type EventFacts, factsOfRow, fold, type SessionFacts, type Share, shareOf } from "../projections/share.ts";
 import type { Scored, ScoredEvent, ScoreFact } from "../projections/types.ts";
 import { COLUMN, type EventRow } from "../rows.ts";
@@ -548,6 +548,7 @@ function scoredStatements(db: Db) {
  */
 function resolveStatements(db: Db) {
   const q = {
+    any: db.prepare(`SELECT 1 FROM scores s WHERE ${pending("s.")} LIMIT 1`).pluck(),
     inRanges: db.prepare<[string], Waiting>(
       `SELECT s.pk, s.project_id, s.response_id, s.session_pk FROM json_each(?) j
        JOIN scores s ON s.pk BETWEEN j.value ->> 0 AND j.value ->> 1 WHERE ${pending("s.")}`,
@@ -557,23 +558,29 @@ function resolveStatements(db: Db) {
        JOIN scores s ON s.project_id = j.value ->> 0 AND s.response_id = j.value ->> 1 WHERE ${pending("s.")}`,
     ),
     span: db.prepare<
-      { project: string; response: string; session: number | null },
+      { key: number; project: string; response: string; session: number | null },
       { session_pk: number; event_id: string }
     >(
       `SELECT session_pk, event_id FROM response_spans
-       WHERE project_id = @project AND response_id = @response AND (@session IS NULL OR session_pk = @session)
+       WHERE response_key = @key AND project_id = @project AND response_id = @response
+         AND (@session IS NULL OR session_pk = @session)
        ORDER BY session_pk, event_id LIMIT 1`,
     ),
     settle: db.prepare<[number, string, number]>("UPDATE scores SET session_pk = ?, event_id = ? WHERE pk = ?"),
   };
   return (ranges: unknown[][], indexed: [string, string][]): Set<number> => {
     const sessions = new Set<number>();
-    if (ranges.length === 0 && indexed.length === 0) return sessions;
+    if (ranges.length === 0 && (indexed.length === 0 || q.any.get() === undefined)) return sessions;
     const waiting = new Map<number, Waiting>();
     if (ranges.length > 0) for (const w of q.inRanges.all(JSON.stringify(ranges))) waiting.set(w.pk, w);
     if (indexed.length > 0) for (const w of q.naming.all(JSON.stringify(indexed))) waiting.set(w.pk, w);
     for (const w of waiting.values()) {
-      const span = q.span.get({ project: w.project_id, response: w.response_id, session: w.session_pk });
+      const span = q.span.get({
+        key: responseKey(w.project_id, w.response_id),
+        project: w.project_id,
+        response: w.response_id,
+        session: w.session_pk,
+      });
       if (span === undefined) continue;
       q.settle.run(span.session_pk, span.event_id, w.pk);
       sessions.add(span.session_pk);

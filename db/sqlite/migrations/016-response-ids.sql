@@ -10,15 +10,22 @@ ALTER TABLE scores ADD COLUMN response_id TEXT;
 
 CREATE INDEX scores_by_response ON scores (project_id, response_id) WHERE response_id IS NOT NULL;
 
+-- One row per span and response id; `response_key` is a 52-bit hash of project and response id
+-- (db/projections/responses.ts responseKey): its index is what a lookup uses, and a small random
+-- key keeps the index's writes few (the row itself is appended); a lookup checks project and id.
 CREATE TABLE response_spans (
-  project_id  TEXT NOT NULL,
-  response_id TEXT NOT NULL,
   session_pk  INTEGER NOT NULL,
   event_id    TEXT NOT NULL,
-  PRIMARY KEY (project_id, response_id, session_pk, event_id)
-) STRICT, WITHOUT ROWID;
+  project_id  TEXT NOT NULL,
+  response_id TEXT NOT NULL,
+  response_key INTEGER NOT NULL
+) STRICT;
 
+CREATE INDEX response_spans_by_key ON response_spans (response_key);
 CREATE INDEX response_spans_by_session ON response_spans (session_pk);
+
+CREATE INDEX scores_waiting ON scores (project_id, response_id)
+  WHERE response_id IS NOT NULL AND event_id IS NULL AND conversation_id IS NULL;
 
 INSERT INTO projection_queue (session_pk, kind, at_ms)
   SELECT DISTINCT session_pk, 2, CAST(unixepoch('subsec') * 1000 AS INTEGER) FROM events
