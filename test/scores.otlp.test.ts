@@ -567,12 +567,12 @@ t.test("a bad evaluation span event does not refuse its span: a warning, no scor
 const FIXTURE = new URL("./fixtures/otlp/opentelemetry-js-sdk-logs-0.223.1/evaluations/", import.meta.url);
 const CAPTURED_KEY = "00000000-0000-4000-8000-000000000001";
 
-/** One captured request sent again over a real socket, chunked as the exporter sent it. */
-function replayRequest(base: string, name: string) {
-  const captured = JSON.parse(readFileSync(new URL(name, FIXTURE), "utf8"));
+/** One captured request (of `folder`) sent again over a real socket, chunked as the exporter sent it. */
+function replayRequest(base: string, name: string, folder = FIXTURE) {
+  const captured = JSON.parse(readFileSync(new URL(name, folder), "utf8"));
   const headers: Record<string, string> = { ...captured.headers };
   if (headers.authorization === `Bearer ${CAPTURED_KEY}`) headers.authorization = `Bearer ${API_KEY}`;
-  const body = readFileSync(new URL(captured.body_files[0], FIXTURE));
+  const body = readFileSync(new URL(captured.body_files[0], folder));
   return new Promise<{ status: number; body: Buffer }>((resolve, reject) => {
     const req = httpRequest(new URL(captured.path, base), { method: captured.method, headers }, (res) => {
       const parts: Buffer[] = [];
@@ -645,3 +645,50 @@ t.test("over OTLP/gRPC, the logs SDK's gRPC exporter: the same scores", async (t
     ["tone", "polite", run.chatId],
   ]);
 });
+
+const BY_RESPONSE = new URL(
+  "./fixtures/otlp/opentelemetry-js-sdk-logs-0.223.1/evaluations-by-response/",
+  import.meta.url,
+);
+
+t.test(
+  "the recorded wire bytes of an evaluator that knows only the response id: its span's scores, in either order",
+  async (t) => {
+    const ids = JSON.parse(readFileSync(new URL("ids.json", BY_RESPONSE), "utf8"));
+    const sessionId = sessionOf(ids.traceId);
+    const files = readdirSync(BY_RESPONSE)
+      .filter((name) => /^\d\d-.*\.json$/.test(name) && !name.includes(".body."))
+      .sort();
+    t.strictSame(files, ["01-post-v1-logs.json", "02-post-v1-traces.json"]);
+    const logs = JSON.parse(readFileSync(new URL("01-post-v1-logs.body.json", BY_RESPONSE), "utf8"));
+    t.notOk(
+      logs.resourceLogs[0].scopeLogs[0].logRecords.some((r: Record<string, unknown>) => r.traceId),
+      "the SDK sent the records without a trace",
+    );
+    for (const order of [files, [...files].reverse()]) {
+      const env = await build(t);
+      const base = await env.app.listen({ port: 0, host: "127.0.0.1" });
+      for (const round of ["sent", "sent again"]) {
+        for (const name of order) {
+          const answer = await replayRequest(base, name, BY_RESPONSE);
+          t.equal(answer.status, 200, `${order.join(", ")}, ${round}: ${name}`);
+          t.ok(answer.body.length === 0 || answer.body.toString("utf8") === "{}", `${name}: nothing refused`);
+        }
+        t.strictSame(
+          (await scoresOf(env, "&response_id=chatcmpl-by-response-1"))
+            .map((s) => [s.name, s.value, s.session_id, s.event_id, s.response_id, s.source])
+            .sort(),
+          [
+            ["correctness", "right", sessionId, ids.chat, "chatcmpl-by-response-1", "eval"],
+            ["helpfulness", 0.9, sessionId, ids.chat, "chatcmpl-by-response-1", "eval"],
+          ],
+          `${order[0]} first, ${round}: both results are scores of the chat span, once`,
+        );
+      }
+      t.strictSame(
+        (await scoresOf(env, `&session_id=${sessionId}`)).map((s) => s.name).sort(),
+        ["correctness", "helpfulness"],
+      );
+    }
+  },
+);
