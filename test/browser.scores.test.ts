@@ -6,9 +6,10 @@
  * forged fetch from their page is refused (403); the sessions page filters by score and keeps the
  * filter in the address; the overview's score panel shows a chosen score per day and by model,
  * agent, tag or tool (GET /v2/analytics/scores and its breakdown), checked against numbers this
- * test computes from the scores it sent, and its chart's ticks fall on days. Scores' comments and
- * labels carry an XSS probe: it stays text. Every wait is for a selector or a
- * condition. Screenshots go to docs/screenshots/scores-*.png.
+ * test computes from the scores it sent (a categorical score's chart: each label's count per day,
+ * read from its legend), its "The numbers" only once a score is chosen, and its chart's ticks fall
+ * on days. Scores' comments and labels carry an XSS probe: it stays text. Every wait is for a
+ * selector or a condition. Screenshots go to docs/screenshots/scores-*.png.
  */
 import t, { type Test } from "tap";
 import { chromiumMissing, expectRows, openBrowser, saveScreenshot } from "./browser/page.ts";
@@ -204,15 +205,24 @@ t.test(
     await t.test("the overview's score panel: count and mean per day of a chosen score", async (t) => {
       await page.goto(`${base}/`);
       await page.waitForSelector("#score-name option[value=helpfulness]", { state: "attached" });
+      await page.waitForSelector('#score-panel[data-loaded="true"][data-name=""]', { state: "attached" });
+      t.notOk(await page.isVisible("#score-panel .chart-numbers"), "no score chosen: no numbers toggle");
+      t.notOk(await page.isVisible("#chart-score"), "nor a chart");
       await page.selectOption("#score-name", "helpfulness");
       await page.waitForSelector('#score-panel[data-loaded="true"][data-name="helpfulness"]');
       t.match(page.url(), /score=helpfulness/, "the choice is in the address");
       t.equal(await page.getAttribute("#score-panel", "data-count"), "3");
       t.match(await page.textContent("#score-summary"), /3 scores.*mean 0\.617/);
       t.ok(await page.isVisible("#chart-score canvas"), "a chart");
+      t.ok(await page.isVisible("#score-panel .chart-numbers summary"), "the numbers toggle once a score is chosen");
       await page.reload();
       await page.waitForSelector('#score-panel[data-loaded="true"][data-name="helpfulness"]');
       t.equal(await page.inputValue("#score-name"), "helpfulness", "kept by a reload");
+      t.ok(await page.isVisible("#score-panel .chart-numbers summary"), "and the toggle with it");
+      await page.selectOption("#score-name", "");
+      await page.waitForSelector('#score-panel[data-loaded="true"][data-name=""]', { state: "attached" });
+      t.notOk(await page.isVisible("#score-panel .chart-numbers"), "no score again: no toggle");
+      t.notMatch(page.url(), /score=/, "nor a score in the address");
     });
 
     // The panel against numbers computed here from the scores sent: four sessions with two models,
@@ -348,6 +358,23 @@ t.test(
       page.$$eval("#numbers-score tbody tr", (rows: any[]) =>
         rows.map((row) => [...row.cells].map((cell: any) => cell.textContent)),
       );
+    /** The score chart's legend rows, [label, value], the pointer on the index-th of `days` bars. */
+    const legendOn = async (index: number, days: string[]) => {
+      const over = page.locator("#chart-score .u-over");
+      const box = await over.boundingBox();
+      if (!box) throw new Error("no chart");
+      await over.hover({ position: { x: ((index + 0.5) / days.length) * box.width, y: box.height / 2 } });
+      await page.waitForFunction(
+        (day) =>
+          (globalThis as any).document.querySelector("#chart-score .u-legend .u-series .u-value")?.textContent === day,
+        days[index],
+      );
+      return page.$$eval("#chart-score .u-legend .u-series", (rows: any[]) =>
+        rows.map((row) => [row.querySelector(".u-label").textContent, row.querySelector(".u-value").textContent]),
+      );
+    };
+    const legendLabels = () =>
+      page.$$eval("#chart-score .u-legend .u-series .u-label", (labels: any[]) => labels.map((l) => l.textContent));
     const panelLoaded = (name: string, by: string) =>
       page.waitForSelector(`#score-panel[data-loaded="true"][data-name="${name}"] #score-breakdown[data-by="${by}"]`, {
         state: "attached",
@@ -421,6 +448,7 @@ t.test(
         );
         t.equal(await page.getAttribute("#score-panel", "data-kind"), "numeric");
         t.ok(await page.isVisible("#chart-score canvas"), "a chart");
+        t.same(await legendLabels(), ["Day", "Count", "Mean"], "a numeric score: count and mean");
         await page.locator("#score-panel").evaluate((panel: any) => panel.scrollIntoView({ block: "start" }));
         await saveScreenshot(page, "scores-overview.png");
 
@@ -432,6 +460,7 @@ t.test(
         await page.selectOption("#score-name", "resolved");
         await checkPanel(t, "resolved", "agent");
         t.equal(await page.getAttribute("#score-panel", "data-kind"), "boolean");
+        t.same(await legendLabels(), ["Day", "Count", "True"], "a boolean score: count and pass rate");
         t.equal(
           await page.textContent("#score-summary"),
           `${summary("resolved")[0]} scores, ${summary("resolved")[1]} true.`,
@@ -448,6 +477,25 @@ t.test(
         await checkPanel(t, "tone", "tag");
         t.equal(await page.getAttribute("#score-panel", "data-kind"), "categorical");
         t.equal(await page.textContent("#score-summary"), `${summary("tone")[0]} scores: ${summary("tone")[1]}.`);
+        // The chart: a bar per day stacked by label; on each day, its legend gives each label's
+        // count (its part of the bar), as computed here from the scores sent.
+        const toneLabels = [...new Set(SENT.filter((s) => s.name === "tone").map((s) => s.value as string))].sort();
+        t.ok(toneLabels.length >= 2, "labels to tell apart");
+        t.same(await legendLabels(), ["Day", ...toneLabels], "a series per label, no other");
+        const toneDays = await expectedDays("tone");
+        const dayNames = toneDays.map((row) => row[0] as string);
+        const charted: unknown[] = [];
+        for (const i of dayNames.keys()) charted.push(await legendOn(i, dayNames));
+        t.same(
+          charted,
+          toneDays.map(([day, , ...counts]) => [["Day", day], ...toneLabels.map((label, k) => [label, counts[k]])]),
+          "each label's count per day in the chart",
+        );
+        t.ok(
+          toneDays.filter((row) => row.slice(2).filter((n) => n !== "0").length >= 2).length >= 2,
+          "two days with two labels each",
+        );
+        await page.mouse.move(0, 0);
         await page.selectOption("#score-by", "tool");
         await checkPanel(t, "tone", "tool");
         await page.reload();

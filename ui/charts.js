@@ -44,6 +44,9 @@ function tickLabel(seconds, first) {
   return `${date.getMonth() + 1}/${date.getDate()}${first ? `\n${date.getFullYear()}` : ""}`;
 }
 
+/** A stacked bar's ends: from `base` (the top of the bars under it) to its value, both in data units. */
+const stacked = (s) => ({ y0: { unit: 1, values: () => s.base }, y1: { unit: 1, values: () => s.values } });
+
 function options(spec, width, element) {
   const muted = cssColor("--muted");
   const grid = cssColor("--line");
@@ -98,7 +101,7 @@ function options(spec, width, element) {
           stroke: color,
           width: s.line ? 2 : 0,
           fill: s.line ? undefined : color,
-          paths: s.line ? undefined : bars({ size: [s.size ?? 0.7, 48], align: 0 }),
+          paths: s.line ? undefined : bars({ size: [s.size ?? 0.7, 48], align: 0, disp: s.base && stacked(s) }),
           points: { show: Boolean(s.line), size: 5, fill: color, stroke: color },
           value: (_u, _v, _si, idx) => (idx == null ? "—" : s.format(idx)),
         };
@@ -109,8 +112,10 @@ function options(spec, width, element) {
 
 /**
  * Draws (or draws again) a chart in `element`: spec = { x: [seconds], series: [{ label, color (a
- * custom property), values: [numbers], format(idx) for the legend, scale?, line?, size? }],
- * axisFormat? }. Answers the chart, whose `destroy()` removes it.
+ * custom property), values: [numbers], format(idx) for the legend, scale?, line?, size?, base? }],
+ * axisFormat? }. A series with `base` (numbers) is stacked: its bars go from base to values, so
+ * values is the running total and format() gives the series' own number. Answers the chart,
+ * whose `destroy()` removes it.
  */
 export function barChart(element, spec) {
   const chart = {

@@ -419,15 +419,17 @@ const emptyRow = (columns, text) => h("tr", { class: "empty" }, h("td", { colspa
 
 /**
  * The score panel (issue 25): the chosen score's count and mean per day (pass rate for booleans,
- * counts by label for categorical ones) from GET /v2/analytics/scores, and the same by model,
- * agent, tag or tool from GET /v2/analytics/scores/breakdown: exact, read from the server's
- * score analytics projection (decision 037). Its choices are `score=<name>` and
- * `score_by=<model|agent|tag|tool>` (model when absent) in the address.
+ * each label's count, as stacked bars, for categorical ones) from GET /v2/analytics/scores, and
+ * the same by model, agent, tag or tool from GET /v2/analytics/scores/breakdown: exact, read from
+ * the server's score analytics projection (decision 037). Its choices are `score=<name>` and
+ * `score_by=<model|agent|tag|tool>` (model when absent) in the address. Its chart and "The
+ * numbers" show once a score is chosen.
  */
 const scoreSelect = document.getElementById("score-name");
 const scorePanel = document.getElementById("score-panel");
 const scoreSummary = document.getElementById("score-summary");
 const scoreChart = document.getElementById("chart-score");
+const scoreNumbers = document.getElementById("score-numbers");
 const scoreByBox = document.getElementById("score-by-box");
 const scoreBySelect = document.getElementById("score-by");
 const scoreBreakdown = document.getElementById("score-breakdown");
@@ -507,6 +509,7 @@ async function loadScores(load, range) {
   scoreSelect.value = chosen;
   scoreBySelect.value = by;
   scorePanel.dataset.name = chosen;
+  scoreNumbers.hidden = !chosen;
   if (!chosen) {
     scoreChart.hidden = true;
     scoreByBox.hidden = true;
@@ -559,15 +562,20 @@ function showScoreSeries(points, kind) {
   numbersTable("numbers-score", points, columns);
 
   scoreChart.hidden = false;
+  const measure = { numeric: "count and mean", boolean: "count and share of true", categorical: "each label's count" };
+  scoreChart.setAttribute("aria-label", `${scorePanel.dataset.name}: ${measure[kind]} per day`);
   const x = points.map((point) => Date.parse(point.start) / 1000);
-  const series = [
-    {
-      label: "Count",
-      color: "--chart-sessions",
-      values: points.map((point) => point.count),
-      format: (i) => formatInt(points[i].count),
-    },
-  ];
+  const series =
+    kind === "categorical"
+      ? labelSeries(points, [...labels.keys()].sort())
+      : [
+          {
+            label: "Count",
+            color: "--chart-sessions",
+            values: points.map((point) => point.count),
+            format: (i) => formatInt(points[i].count),
+          },
+        ];
   if (kind === "numeric") {
     // The mean on a scale of its own (no axis: the legend and the numbers give it).
     series.push({
@@ -591,6 +599,30 @@ function showScoreSeries(points, kind) {
     });
   }
   scoreCharts = [barChart(scoreChart, { x, axisFormat: (v) => (Number.isInteger(v) ? formatInt(v) : ""), series })];
+}
+
+/** The colours of a categorical score's labels, in turn (custom properties --chart-label-1...). */
+const LABEL_COLORS = 6;
+
+/**
+ * A categorical score's chart: a bar per day stacked by label, each label's count on top of the
+ * labels before it (in the table's order), its legend giving the label's own count: the height
+ * of its part of the bar.
+ */
+function labelSeries(points, labels) {
+  let top = points.map(() => 0);
+  return labels.map((label, i) => {
+    const base = top;
+    const values = points.map((point, j) => base[j] + (point.labels[label] ?? 0));
+    top = values;
+    return {
+      label,
+      color: `--chart-label-${(i % LABEL_COLORS) + 1}`,
+      base,
+      values,
+      format: (j) => formatInt(values[j] - base[j]),
+    };
+  });
 }
 
 /** The score by model, agent, tag or tool: a board's table, as the overview's other breakdowns. */
