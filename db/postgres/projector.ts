@@ -32,11 +32,12 @@ import { isRetryable } from "./errors.ts";
 /**
  * How a session changed: its row only; events added (their ids); anything (count it again); its
  * scores (score analytics project it again, even when none is left); scores (their pks in `ids`)
- * may wait for their response's span (under session pk 0, RESOLVE_PK: decision 038). 3 is
- * SQLite's reindex.
+ * may wait for their response's span (under session pk 0, RESOLVE_PK: decision 038); scores
+ * (their pks in `ids`) added to the session (when that is all that changed, score analytics add
+ * their facts and leave the others). 3 is SQLite's reindex.
  */
-export const CHANGE = { row: 0, added: 1, again: 2, scores: 4, resolve: 5 } as const;
-const { added: ADDED, again: AGAIN, scores: SCORES } = CHANGE;
+export const CHANGE = { row: 0, added: 1, again: 2, scores: 4, resolve: 5, scored: 6 } as const;
+const { added: ADDED, again: AGAIN, scores: SCORES, scored: SCORED } = CHANGE;
 /** The queue's "session" of the scores to resolve: no session has pk 0. */
 export const RESOLVE_PK = 0;
 
@@ -273,6 +274,8 @@ export function postgresProjector(pool: pg.Pool, readers: pg.Pool) {
     const changes: Change[] = [];
     /** Sessions whose score facts are made again even when they have no score (left). */
     const rescored: number[] = [];
+    /** Sessions that only gained scores, and the pks of those scores. */
+    const appended = new Map<number, string[]>();
     const kept: [number, string][] = [];
     const dropped: number[] = [];
     for (const pk of pks) {
@@ -295,9 +298,24 @@ export function postgresProjector(pool: pg.Pool, readers: pg.Pool) {
       if (after) kept.push([pk, JSON.stringify(after)]);
       else if (before) dropped.push(pk);
       if (before || after) changes.push({ pk, before, after, responses: row && responses.get(pk) });
-      if (row === undefined || bySession.get(pk)?.some((e) => e.kind === SCORES)) rescored.push(pk);
+      const mine = bySession.get(pk) ?? [];
+      if (row !== undefined && before !== undefined && mine.length > 0 && mine.every((e) => e.kind === SCORED)) {
+        appended.set(
+          pk,
+          mine.flatMap((e) => e.ids ?? []),
+        );
+      } else if (row === undefined || mine.some((e) => e.kind === SCORES || e.kind === SCORED)) rescored.push(pk);
     }
-    const loaded = await scoredOf(db, pks, rescored);
+    const loaded = await scoredOf(
+      db,
+      pks.filter((pk) => !appended.has(pk)),
+      rescored,
+      [...appended.values()].flat(),
+    );
+    for (const pk of appended.keys()) {
+      const scored = loaded.get(pk);
+      if (scored) scored.appended = true;
+    }
     for (const change of changes) change.scored = loaded.get(change.pk);
     if (kept.length > 0) {
       await db.query(
@@ -490,7 +508,12 @@ export type PostgresProjector = ReturnType<typeof postgresProjector>;
  * the sessions of a batch that have scores, and those in `also`, their scores, tags, agents and
  * scored events; only the first statement when no session of the batch has a score.
  */
-async function scoredOf(db: pg.ClientBase, pks: number[], also: readonly number[]): Promise<Map<number, Scored>> {
+async function scoredOf(
+  db: pg.ClientBase,
+  pks: number[],
+  also: readonly number[],
+  added: readonly string[],
+): Promise<Map<number, Scored>> {
   const found = new Map<number, Scored>();
   const of = (pk: number) => {
     let s = found.get(pk);
@@ -503,8 +526,8 @@ async function scoredOf(db: pg.ClientBase, pks: number[], also: readonly number[
   for (const pk of also) of(pk);
   const { rows: scores } = await db.query<ScoreFact & { session_pk: number }>(
     `SELECT session_pk, pk, name, data_type, num, label, source, time_us, event_id FROM scores
-     WHERE session_pk = ANY($1::int8[]) ORDER BY pk`,
-    [pks],
+     WHERE session_pk = ANY($1::int8[]) OR pk = ANY($2::int8[]) ORDER BY pk`,
+    [pks, added],
   );
   const named: { pk: number; id: string }[] = [];
   for (const { session_pk, ...score } of scores) {

@@ -37,13 +37,20 @@ type Queryable = pg.Pool | pg.ClientBase;
 /**
  * A statement that changes scores, wrapped to queue their sessions for the projector (score
  * analytics, decision 037) in the same statement; answers how many scores it changed as `n`.
- * An INSERT also queues the new scores that wait for their response's span (decision 038).
+ * An INSERT (`inserted`) queues each session's new scores, and those that wait for their
+ * response's span (decision 038).
  */
-const queued = (sql: string) =>
+const queued = (sql: string, inserted = false) =>
   `WITH changed AS (${sql} RETURNING session_pk, pk, ${pending()} AS pending),
    queued AS (INSERT INTO projection_queue (session_pk, kind, ids)
      SELECT * FROM (
-       SELECT DISTINCT session_pk, ${CHANGE.scores}, NULL::text[] FROM changed WHERE session_pk IS NOT NULL
+       ${
+         inserted
+           ? // New scores only: the projector adds their facts (kind scored, their pks).
+             `SELECT session_pk, ${CHANGE.scored}, array_agg(pk::text ORDER BY pk) FROM changed
+              WHERE session_pk IS NOT NULL GROUP BY session_pk`
+           : `SELECT DISTINCT session_pk, ${CHANGE.scores}, NULL::text[] FROM changed WHERE session_pk IS NOT NULL`
+}
        UNION ALL
        SELECT ${RESOLVE_PK}, ${CHANGE.resolve}, array_agg(pk::text) FROM changed WHERE pending HAVING count(*) > 0) q
      ORDER BY 1)
@@ -61,6 +68,7 @@ export async function insertScoresAt(tx: pg.ClientBase, projectId: string, pk: n
   await tx.query(
     queued(
       `INSERT INTO scores (${SCORE_INSERT_COLUMNS}) VALUES ${tuples.join(", ")} ON CONFLICT (project_id, id) DO NOTHING`,
+      true,
     ),
     scores.flatMap((score) => scoreValues(projectId, pk, score)),
   );
@@ -92,6 +100,7 @@ export async function insertScores(
   const { rows: stored } = await tx.query<{ n: number }>(
     queued(
       `INSERT INTO scores (${SCORE_INSERT_COLUMNS}) VALUES ${tuples.join(", ")} ON CONFLICT (project_id, id) DO NOTHING`,
+      true,
     ),
     values,
   );

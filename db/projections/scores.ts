@@ -56,10 +56,13 @@ export const scoreFacts: Projection = {
   apply(changes: readonly Change[]): Write[] {
     const pks: number[] = [];
     const rows: unknown[][] = [];
+    const added: unknown[][] = [];
     for (const { pk, after, scored } of changes) {
       if (scored === undefined) continue;
-      pks.push(pk);
+      // Only new scores (the session's groups did not change): their rows are added to its others.
+      if (!scored.appended) pks.push(pk);
       if (after === undefined) continue;
+      const into = scored.appended ? added : rows;
       const project = after.session.project;
       const models = orNull(sessionKeys(after, "model"));
       const tools = orNull(sessionKeys(after, "tool"));
@@ -69,7 +72,7 @@ export const scoreFacts: Projection = {
       for (const score of scored.scores) {
         const event = score.event_id === null ? undefined : events.get(score.event_id);
         const row = (dim: string, key: string | null) =>
-          rows.push([
+          into.push([
             pk,
             score.pk,
             project,
@@ -89,6 +92,9 @@ export const scoreFacts: Projection = {
         for (const key of tags) row("tag", key);
       }
     }
-    return pks.length === 0 ? [] : [{ kind: "replace", table: SCORE_FACTS, pks, rows }];
+    const writes: Write[] = [];
+    if (pks.length > 0) writes.push({ kind: "replace", table: SCORE_FACTS, pks, rows });
+    if (added.length > 0) writes.push({ kind: "insert", table: SCORE_FACTS, rows: added });
+    return writes;
   },
 };

@@ -84,6 +84,8 @@ export interface ScoredEvent {
 
 /** What the projector loads of a session that has scores, or had some. */
 export interface Scored {
+  /** Only the scores added since the session was last projected (nothing else of it changed). */
+  appended?: boolean;
   scores: ScoreFact[];
   tags: string[];
   agents: string[];

@@ -24,11 +24,13 @@ type Db = Database.Database;
  * How a session changed: its row only; events added (pks lo..hi); anything (count it again from
  * its rows); events lo..hi to index again (their body changed: migration 012's trigger queues it);
  * its scores changed (score analytics project it again, even when none is left); scores pk lo..hi
- * may wait for their response's span (`resolve`, under session pk 0, RESOLVE_PK: decision 038).
+ * may wait for their response's span (`resolve`, under session pk 0, RESOLVE_PK: decision 038);
+ * scores pk lo..hi added to the session (`scored`: when that is all that changed, score analytics
+ * add their facts and leave the session's others as they are).
  */
-export const CHANGE = { row: 0, added: 1, again: 2, reindex: 3, scores: 4, resolve: 5 } as const;
+export const CHANGE = { row: 0, added: 1, again: 2, reindex: 3, scores: 4, resolve: 5, scored: 6 } as const;
 export type ChangeKind = (typeof CHANGE)[keyof typeof CHANGE];
-const { added: ADDED, again: AGAIN, reindex: REINDEX, scores: SCORES } = CHANGE;
+const { added: ADDED, again: AGAIN, reindex: REINDEX, scores: SCORES, scored: SCORED } = CHANGE;
 /** The queue's "session" of the scores to resolve: no session has pk 0. */
 export const RESOLVE_PK = 0;
 
@@ -203,6 +205,8 @@ export function sqliteProjector(db: Db) {
     const changes: Change[] = [];
     /** Sessions whose score facts are made again even when they have no score (left). */
     const rescored: number[] = [];
+    /** Sessions that only gained scores: [session pk, lo, hi] of their new scores. */
+    const appended: [number, number, number][] = [];
     /** [session pk, lo, hi] of the events to index from their stored bodies. */
     const fromBodies: [number, number, number][] = [];
     /** Events to index with the words their writer gave: pk, words. */
@@ -271,9 +275,16 @@ export function sqliteProjector(db: Db) {
       if (after) q.putShare.run(pk, JSON.stringify(after));
       else if (before) q.dropShare.run(pk);
       if (before || after) changes.push({ pk, before, after, responses });
-      if (row === undefined || mine.some((e) => e.kind === SCORES)) rescored.push(pk);
+      if (row !== undefined && before !== undefined && mine.length > 0 && mine.every((e) => e.kind === SCORED)) {
+        for (const e of mine) appended.push([pk, e.lo as number, e.hi as number]);
+      } else if (row === undefined || mine.some((e) => e.kind === SCORES || e.kind === SCORED)) rescored.push(pk);
     }
-    const loaded = scored(pks, rescored);
+    const only = new Set(appended.map(([pk]) => pk));
+    const loaded = scored(
+      pks.filter((pk) => !only.has(pk)),
+      rescored,
+      appended,
+    );
     for (const change of changes) change.scored = loaded.get(change.pk);
     const writes = PROJECTIONS.flatMap((projection) => projection.apply(changes));
     for (const write of writes) run(write);
@@ -345,6 +356,10 @@ export function sqliteProjector(db: Db) {
     /** Queues a change of session `pk` (inside the writing call's savepoint). */
     queue(pk: number, kind: ChangeKind) {
       q.queue.run(pk, kind, null, null, Date.now());
+    },
+    /** Queues scores pk lo..hi added to session `pk` (inside the call's savepoint). */
+    scored(pk: number, lo: number, hi: number) {
+      q.queue.run(pk, SCORED, lo, hi, Date.now());
     },
     /** Queues scores pk lo..hi to be resolved to their response's span (inside the call's savepoint). */
     resolve(lo: number, hi: number) {
@@ -494,6 +509,11 @@ function scoredStatements(db: Db) {
       `SELECT session_pk, pk, name, data_type, num, label, source, time_us, event_id FROM scores
        WHERE session_pk IN ${inList} ORDER BY pk`,
     ),
+    added: db.prepare<[string], ScoreFact & { session_pk: number }>(
+      `SELECT s.session_pk, s.pk, s.name, s.data_type, s.num, s.label, s.source, s.time_us, s.event_id
+       FROM json_each(?) j JOIN scores s ON s.pk BETWEEN j.value ->> 1 AND j.value ->> 2 AND s.session_pk = j.value ->> 0
+       ORDER BY s.pk`,
+    ),
     tags: db.prepare<[string], { pk: number; tags: string | null }>(
       `SELECT pk, tags FROM sessions WHERE pk IN ${inList}`,
     ),
@@ -507,7 +527,11 @@ function scoredStatements(db: Db) {
        FROM json_each(?) j JOIN events e ON e.session_pk = j.value ->> 0 AND e.id = j.value ->> 1`,
     ),
   };
-  return (pks: number[], also: readonly number[]): Map<number, Scored> => {
+  return (
+    pks: number[],
+    also: readonly number[],
+    appended: readonly [number, number, number][],
+  ): Map<number, Scored> => {
     const found = new Map<number, Scored>();
     const of = (pk: number) => {
       let s = found.get(pk);
@@ -519,9 +543,14 @@ function scoredStatements(db: Db) {
     };
     for (const pk of also) of(pk);
     const named: [number, string][] = [];
-    for (const { session_pk, ...score } of q.scores.all(JSON.stringify(pks))) {
+    const take = ({ session_pk, ...score }: ScoreFact & { session_pk: number }) => {
       of(session_pk).scores.push(score);
       if (score.event_id !== null) named.push([session_pk, score.event_id]);
+    };
+    for (const row of q.scores.all(JSON.stringify(pks))) take(row);
+    if (appended.length > 0) {
+      for (const [pk] of appended) of(pk).appended = true;
+      for (const row of q.added.all(JSON.stringify(appended))) take(row);
     }
     const scoredPks = [...found.entries()].filter(([, s]) => s.scores.length > 0).map(([pk]) => pk);
     if (scoredPks.length === 0) return found;

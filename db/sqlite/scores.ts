@@ -40,19 +40,29 @@ export function scoreStatements(
   pkOf: (projectId: string, sessionId: string) => number | undefined,
   queued: (sessionPk: number) => void,
   pending: (lo: number, hi: number) => void,
+  appended: (sessionPk: number, lo: number, hi: number) => void,
 ) {
   /** The pks of the pending scores a call stored, queued once at its end. */
   let waiting: number[] = [];
-  const store = (values: unknown[], score: ScoreRecord) => {
+  /** Each session's new scores (their pks lo..hi) a call stored, queued once at its end. */
+  let added = new Map<number, [number, number]>();
+  const store = (values: unknown[], score: ScoreRecord, sessionPk: number | null) => {
     const result = q.insert.run(values);
-    if (result.changes > 0 && score.response_id !== null && score.event_id === null) {
-      waiting.push(Number(result.lastInsertRowid));
+    if (result.changes === 0) return 0;
+    const pk = Number(result.lastInsertRowid);
+    if (score.response_id !== null && score.event_id === null) waiting.push(pk);
+    if (sessionPk !== null) {
+      const range = added.get(sessionPk);
+      if (range === undefined) added.set(sessionPk, [pk, pk]);
+      else range[1] = pk;
     }
     return result.changes;
   };
   const flush = () => {
     if (waiting.length > 0) pending(Math.min(...waiting), Math.max(...waiting));
+    for (const [sessionPk, [lo, hi]] of added) appended(sessionPk, lo, hi);
     waiting = [];
+    added = new Map();
   };
   const q = {
     insert: db.prepare(
@@ -99,22 +109,16 @@ export function scoreStatements(
       const missing = pks.flatMap((pk, index) => (pk === undefined ? [index] : []));
       if (missing.length > 0) return { missing };
       let stored = 0;
-      const changed = new Set<number>();
       scores.forEach((score, index) => {
         const pk = pks[index] ?? null;
-        const added = store(scoreValues(projectId, pk, score), score);
-        stored += added;
-        if (added > 0 && pk !== null) changed.add(pk);
+        stored += store(scoreValues(projectId, pk, score), score, pk);
       });
-      for (const pk of changed) queued(pk);
       flush();
       return { stored };
     },
     /** T18: scores of one session (its pk known), in the caller's savepoint; a stored id changes nothing. */
     insertAt(projectId: string, pk: number, scores: ScoreRecord[]) {
-      let added = 0;
-      for (const score of scores) added += store(scoreValues(projectId, pk, score), score);
-      if (added > 0) queued(pk);
+      for (const score of scores) store(scoreValues(projectId, pk, score), score, pk);
       flush();
     },
     get: (projectId: string, id: string) => {

@@ -113,6 +113,7 @@ export function sqliteStore(db: Db, options: StoreOptions = {}): SqliteStore {
     (projectId, sessionId) => sessions.pkOf(projectId, sessionId),
     (pk) => projector.queue(pk, CHANGE.scores),
     (lo, hi) => projector.resolve(lo, hi),
+    (pk, lo, hi) => projector.scored(pk, lo, hi),
   );
   /** A write whose TokenMismatch (the savepoint rolled back) is answered `otherwise`. */
   const tokenWrite = <T, O>(run: () => T, otherwise: O) =>
