@@ -685,10 +685,10 @@ t.test(
           `${order[0]} first, ${round}: both results are scores of the chat span, once`,
         );
       }
-      t.strictSame(
-        (await scoresOf(env, `&session_id=${sessionId}`)).map((s) => s.name).sort(),
-        ["correctness", "helpfulness"],
-      );
+      t.strictSame((await scoresOf(env, `&session_id=${sessionId}`)).map((s) => s.name).sort(), [
+        "correctness",
+        "helpfulness",
+      ]);
     }
   },
 );
