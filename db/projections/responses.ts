@@ -61,8 +61,7 @@ export function responseIdOfExtra(extra: unknown): string | null {
 export const responseIdOf = (extra: string): string | null =>
   extra.includes(RESPONSE_KEY) ? responseIdOfExtra(JSON.parse(extra)) : null;
 
-/** An event given to the projection: its stored `extra`, or the response id its writer read already. */
-export type ResponseEvent = { id: string; extra: string } | { id: string; response: string };
+export type { ResponseEvent } from "./types.ts";
 
 export const responseSpans: Projection = {
   name: "response-spans",

@@ -2,7 +2,6 @@
  * The shapes of the projections (docs/decisions/033-projections.md): what a projection is given
  * (a batch of changed sessions) and the writes it answers, which each engine's projector runs.
  */
-import type { ResponseEvent } from "./responses.ts";
 import type { Share } from "./share.ts";
 
 /** A session in a batch: its share as projected so far (none: new) and now (none: deleted). */
@@ -41,6 +40,9 @@ export interface SessionTable {
   /** Its columns, session_pk first. */
   columns: readonly string[];
 }
+
+/** An event given to the response projection (./responses.ts): its stored `extra`, or the response id its writer read already. */
+export type ResponseEvent = { id: string; extra: string } | { id: string; response: string };
 
 export type Write =
   /** Rows of `table`: keys, then signed sums, then the max when the table has one. */
