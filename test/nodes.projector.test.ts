@@ -406,9 +406,11 @@ async function projectorKill() {
       await drain(store);
       const rebuilt = await projections();
       const sizes = Object.fromEntries(Object.entries(rebuilt).map(([name, r]) => [name, r.length]));
+      // response_spans indexes OTLP spans' response ids: this load sends create_events only (the
+      // Store contract compares that table after every kind of write).
       t.ok(
-        Object.entries(sizes).every(([, n]) => n > 0),
-        `every projection table has rows to compare: ${JSON.stringify(sizes)}`,
+        Object.entries(sizes).every(([name, n]) => n > 0 || name === "response_spans"),
+        `every projection table this load fills has rows to compare: ${JSON.stringify(sizes)}`,
       );
       for (const name of Object.keys(DERIVED)) {
         t.strictSame(
