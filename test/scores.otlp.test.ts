@@ -356,6 +356,47 @@ t.test(
   },
 );
 
+t.test(
+  "results naming only a response: a bad response id is refused alone; a span id without its trace is ignored",
+  async (t) => {
+    const api = await build(t);
+    const noTrace = { traceId: "", spanId: "" };
+    const res = await postLogs(
+      api,
+      logsBody([
+        evaluation(
+          { "gen_ai.evaluation.name": "r", "gen_ai.evaluation.score.value": 1, "gen_ai.response.id": "x".repeat(501) },
+          noTrace,
+        ),
+        evaluation(
+          { "gen_ai.evaluation.name": "r", "gen_ai.evaluation.score.value": 1, "gen_ai.response.id": 7 },
+          noTrace,
+        ),
+        evaluation(
+          { "gen_ai.evaluation.name": "r", "gen_ai.evaluation.score.value": 1 },
+          {
+            traceId: "00000000000000000000000000000000",
+            spanId: SPAN,
+          },
+        ),
+        evaluation(
+          { "gen_ai.evaluation.name": "r", "gen_ai.evaluation.score.value": 1, "gen_ai.response.id": "resp-9" },
+          {
+            traceId: "",
+            spanId: SPAN,
+          },
+        ),
+      ]),
+    );
+    t.equal(res.statusCode, 200);
+    t.equal(res.json().partialSuccess?.rejectedLogRecords, "3", res.body);
+    t.match(res.json().partialSuccess?.errorMessage, /gen_ai\.response\.id is longer than 500 characters/);
+    t.match(res.json().partialSuccess?.errorMessage, /names neither a trace nor a gen_ai\.response\.id/);
+    t.match(await scoresOf(api), [{ response_id: "resp-9", session_id: null, event_id: null }], "only the good one");
+    t.equal((await scoresOf(api)).length, 1);
+  },
+);
+
 t.test("bad evaluation records are refused one by one; nothing of them is kept", async (t) => {
   const api = await build(t);
   const lone = "0123456789abcdef0123456789abcdef";

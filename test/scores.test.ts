@@ -123,6 +123,14 @@ t.test(
       "scores[0].timestamp",
     ]);
     isInvalid(t, await score(api, [{ name: "g", value: 1, sesion_id: "s-1" }]), ["scores[0].sesion_id"]);
+    // SC3's response target: not empty, at most 500 characters, not with a conversation, not an event alone.
+    isInvalid(t, await score(api, [{ name: "r", value: 1, response_id: "" }]), ["scores[0].response_id"]);
+    isInvalid(t, await score(api, [{ name: "r", value: 1, response_id: "r".repeat(501) }]), ["scores[0].response_id"]);
+    isInvalid(t, await score(api, [{ name: "r", value: 1, response_id: "x", conversation_id: "c" }]), [
+      "scores[0].response_id",
+    ]);
+    isInvalid(t, await score(api, [{ name: "r", value: 1, response_id: "x", event_id: "e" }]), ["scores[0].event_id"]);
+    t.equal((await get(api, "/v2/scores?response_id=x")).json().scores.length, 0, "nothing of them stored");
   },
 );
 
@@ -284,6 +292,18 @@ t.test("SC2: a session's JWT scores its own session only; the annotate scope sco
     "Forbidden",
   );
   isError(t, await api.withJwt("/v2/scores", { scores: [{ name: "x", value: 1 }] }, "not-a-jwt"), 401);
+  // A JWT's score of a response is its own session's: resolved within that session only.
+  const byResponse = await api.withJwt(
+    "/v2/scores",
+    { scores: [{ id: "j-r", name: "x", value: 1, response_id: "chatcmpl-j" }] },
+    jwt,
+  );
+  isSuccess(t, byResponse, ["score_ids"]);
+  t.match((await get(api, "/v2/scores/j-r")).json().score, {
+    session_id: "own",
+    event_id: null,
+    response_id: "chatcmpl-j",
+  });
   isSuccess(t, await score(api, [{ id: "an", name: "x", value: 1, session_id: "own" }], ANNOTATE_KEY), ["score_ids"]);
   const refused = isError(t, await get(api, "/v2/scores", ANNOTATE_KEY), 403, "Forbidden");
   t.match(refused.message, /has scope annotate; this operation needs read/);

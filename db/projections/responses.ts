@@ -9,9 +9,9 @@
  */
 import type { Change, Projection, SessionTable, Write } from "./types.ts";
 
-/** The attribute, as it appears in an event's stored `extra` (the engines' pre-filter). */
-export const RESPONSE_KEY = '"gen_ai.response.id"';
 const ATTRIBUTE = "gen_ai.response.id";
+/** The attribute, as it appears in an event's stored `extra` (the engines' pre-filter). */
+export const RESPONSE_KEY = JSON.stringify(ATTRIBUTE);
 /** The longest response id indexed (openapi.yaml ScoreInput.response_id). */
 const MAX = 500;
 
@@ -97,11 +97,13 @@ export const responseSpans: Projection = {
  * them are resolved after the writes (the engines' `resolve`).
  */
 export function indexedResponses(writes: readonly Write[]): [string, string][] {
+  const project = RESPONSE_SPANS.columns.indexOf("project_id");
+  const response = RESPONSE_SPANS.columns.indexOf("response_id");
   const pairs = new Map<string, [string, string]>();
   for (const write of writes) {
     if (write.kind === "session" || write.table !== RESPONSE_SPANS) continue;
     for (const row of write.rows) {
-      const pair: [string, string] = [row[2] as string, row[3] as string];
+      const pair: [string, string] = [row[project] as string, row[response] as string];
       pairs.set(JSON.stringify(pair), pair);
     }
   }
