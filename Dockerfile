@@ -57,5 +57,5 @@ USER node
 HEALTHCHECK --interval=30s --timeout=5s --start-period=15s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # Exec form: node is PID 1 and gets SIGTERM itself (agentmon finishes the requests in flight and
-# exits 0). The flag is the one `npm start` and the bin pass (README "Performance", B5).
-CMD ["node", "--max-semi-space-size=8", "bin/agentmon.js", "serve"]
+# exits 0). No V8 flag: `npm start` and the bin pass none (docs/decisions/039-no-v8-flags-at-start.md).
+CMD ["node", "bin/agentmon.js", "serve"]

@@ -34,8 +34,15 @@ import { Oidc, type OidcProvider } from "./services/oidc.ts";
 export { SPEC_PATH } from "./lib/spec.ts";
 export const MIB = 1024 * 1024;
 
+/** The document the app is built from and serves (lib/spec.ts loadSpec). */
+export type LoadedSpec = { text: string; spec: Spec };
+/** Loads it, for a start that has time to spare before buildApp (cli/serve.ts). */
+export const loadAppSpec = (): LoadedSpec => loadSpec<Spec>();
+
 export interface AppOptions {
   store: Store;
+  /** openapi.yaml as loadAppSpec answers it, loaded ahead; one app's own (it keeps it); by default loaded here. */
+  spec?: LoadedSpec;
   /** HS256 signing secret for JWTs. */
   jwtSecret: string;
   /** Base of session_url; a function when it is known only once the server listens (PORT=0). */
@@ -104,7 +111,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const metrics = options.metrics ?? new Metrics(() => store.stats());
   const inflight = new InflightBytes(options.inflightBytes ?? DEFAULT_INFLIGHT_BYTES);
   metrics.observeInflight(inflight);
-  const { text: specText, spec: served } = loadSpec<Spec>();
+  const { text: specText, spec: served } = options.spec ?? loadAppSpec();
   // E1: the maximum batch is configurable; the served document (L3, and /docs) keeps saying the
   // default. Copied only when it differs: the document as loaded has its routes parsed already
   // (lib/spec.ts), a copy is parsed again.
