@@ -12,7 +12,7 @@ import type {
 } from "../../domain/types.ts";
 import { EVENT_COLUMNS, eventRecord, eventRow, json, parse, ROW, type StoredEvent } from "../rows.ts";
 import { CHANGE } from "./projector.ts";
-import { searchWords } from "./search.ts";
+import { fieldWords } from "./search.ts";
 
 type Queryable = pg.Pool | pg.ClientBase;
 
@@ -67,7 +67,7 @@ export async function updateEvents(
   for (const patch of patches) events.set(patch.id, apply(events.get(patch.id) as EventRecord, patch));
   for (const event of events.values()) {
     const row = eventRow(event);
-    await tx.query(UPDATE_EVENT, [pk, event.id, ...row.slice(1), searchWords(row[ROW.body])]);
+    await tx.query(UPDATE_EVENT, [pk, event.id, ...row.slice(1), fieldWords(event.fields)]);
   }
   // The session's share is counted again from its rows (a change of type or time cannot be subtracted).
   await tx.query("INSERT INTO projection_queue (session_pk, kind) VALUES ($1, $2)", [pk, CHANGE.again]);

@@ -56,6 +56,8 @@ interface EventsCall extends KeyCheck {
   kind: "events";
   sessionId: string;
   rows: EventRow[];
+  /** Each row's search_words, made from its record (no need to parse the body's JSON again). */
+  words: string[];
 }
 
 /** Any other write: run as it is, in the group's transaction. */
@@ -148,11 +150,14 @@ const GROUP_EVENTS = `WITH calls AS (
     CASE WHEN count(*) OVER (PARTITION BY v.pk) > 1 THEN s.ids END AS ids
   FROM verdicts v LEFT JOIN stored s ON s.session_pk = v.pk`;
 
-/** The parameters of INSERT_EVENTS for these rows, each with its session's pk, then their search_words. */
-export function eventColumns(rows: { pk: number; row: EventRow }[]): unknown[][] {
+/**
+ * The parameters of INSERT_EVENTS for these rows, each with its session's pk, then their
+ * search_words (`words`, else made from the body).
+ */
+export function eventColumns(rows: { pk: number; row: EventRow; words?: string | undefined }[]): unknown[][] {
   const columns: unknown[][] = [rows.map((r) => r.pk)];
   for (let c = 0; c < EVENT_COLUMNS.length; c++) columns.push(rows.map((r) => r.row[c]));
-  columns.push(rows.map((r) => searchWords(r.row[ROW.body])));
+  columns.push(rows.map((r) => r.words ?? searchWords(r.row[ROW.body])));
   return columns;
 }
 
@@ -186,10 +191,17 @@ export class PgGroupCommit {
 
   /**
    * Queues create_events rows for a session; once committed, answers how many rows it stored (the
-   * others were stored already, E3), false: not a session of the project.
+   * others were stored already, E3), false: not a session of the project. `words`: each row's
+   * search_words (db/postgres/search.ts fieldWords of its record).
    */
-  events(projectId: string, sessionId: string, rows: EventRow[], keyId?: string): Promise<number | false> {
-    const call = { kind: "events" as const, projectId, sessionId, rows, keyId };
+  events(
+    projectId: string,
+    sessionId: string,
+    rows: EventRow[],
+    words: string[],
+    keyId?: string,
+  ): Promise<number | false> {
+    const call = { kind: "events" as const, projectId, sessionId, rows, words, keyId };
     return this.#enqueue(call, rows.length) as Promise<number | false>;
   }
 
@@ -357,7 +369,9 @@ async function checkKeys(client: Tx, group: Queued[], outcomes: (Outcome | undef
 async function insertEvents(client: Tx, group: Queued[], outcomes: (Outcome | undefined)[]) {
   const calls = group.flatMap((call, index) => (call.kind === "events" ? [{ call, index }] : []));
   if (calls.length === 0) return;
-  const rows = calls.flatMap(({ call, index }) => call.rows.map((row) => ({ pk: index, row })));
+  const rows = calls.flatMap(({ call, index }) =>
+    call.rows.map((row, i) => ({ pk: index, row, words: call.words[i] })),
+  );
   const columns = eventColumns(rows);
   const { rows: verdicts } = await client.query<Verdict>({
     name: "agentmon_group_events",

@@ -91,10 +91,12 @@ export const searchCondition = (query: SearchQuery, p: (value: unknown) => strin
   `(s.pk IN (SELECT pk FROM sessions WHERE ${sessionCondition(query, p)})
     OR s.pk IN (SELECT session_pk FROM events WHERE ${eventCondition(query, p)}))`;
 
-/** The words an event's row gets in search_words (eventWords of its body). */
+/** The words an event's row gets in search_words: eventWords of its fields (the body's JSON). */
 const cache = new WordCache();
+export const fieldWords = (fields: Record<string, unknown>) => eventWords(fields, cache);
+/** The same from a row's body, parsed again: for rows whose record is not at hand (spans, the bench). */
 export const searchWords = (body: unknown) =>
-  eventWords(typeof body === "string" ? ((parse(body) as Record<string, unknown> | null) ?? {}) : {}, cache);
+  fieldWords(typeof body === "string" ? ((parse(body) as Record<string, unknown> | null) ?? {}) : {});
 
 /** The session's own fields when they match, else its first matching event in time order. */
 export async function searchMatch(db: Queryable, pk: number, query: SearchQuery): Promise<SearchMatch | undefined> {

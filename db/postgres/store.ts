@@ -30,6 +30,7 @@ import { migrate, schemaVersion, versionOf } from "./migrate.ts";
 import { people, TokenMismatch } from "./people.ts";
 import { postgresProjector } from "./projector.ts";
 import * as scores from "./scores.ts";
+import { fieldWords } from "./search.ts";
 import {
   createSession,
   deleteBatch,
@@ -326,7 +327,13 @@ function postgresStore(
       ),
 
       insertEvents: (projectId, sessionId, list: EventRecord[], keyId) =>
-        group.events(projectId, sessionId, list.map(eventRow), keyId),
+        group.events(
+          projectId,
+          sessionId,
+          list.map(eventRow),
+          list.map((event) => fieldWords(event.fields)),
+          keyId,
+        ),
       updateEvents: (projectId, sessionId, patches, keyId) =>
         write(patches.length, keyId, projectId, (tx) =>
           inSession(tx, projectId, sessionId, (pk) => updateEvents(tx, pk, patches, apply), {
