@@ -10,7 +10,7 @@ import type {
   Position,
   UpdateEventsResult,
 } from "../../domain/types.ts";
-import { EVENT_COLUMNS, eventRecord, eventRow, json, parse, ROW, type StoredEvent } from "../rows.ts";
+import { EVENT_COLUMNS, eventRecord, eventRow, json, parse, type StoredEvent } from "../rows.ts";
 import { CHANGE } from "./projector.ts";
 import { fieldWords } from "./search.ts";
 
