@@ -168,21 +168,35 @@ interface Figure {
   mean_ms: number;
   p50_ms: number;
   p99_ms: number;
+  /** Answers other than 200, by status (a server under load may answer 503, busy); not timed. */
+  refused: Record<string, number>;
+  /** The first refusal's body, as the client saw it. */
+  refusal?: string;
 }
 
 /**
- * One client, one request at a time, for SECONDS seconds and at least 3 requests: the latency a
- * user waits for, not throughput. Percentiles are nearest-rank over the requests' times.
+ * One client, one request at a time, for SECONDS seconds and at least 3 answers of 200: the
+ * latency a user waits for, not throughput. Percentiles are nearest-rank over the 200s' times;
+ * other answers are counted by status (under load, a busy server's 503 is an answer to report, not
+ * a reason to stop), and a figure with 50 of them and no 200 stops trying.
  */
 async function measure(what: string, base: string, paths: string[]): Promise<Figure> {
   const times: number[] = [];
+  const refused: Record<string, number> = {};
+  let refusal: string | undefined;
+  let refusals = 0;
   const start = performance.now();
   for (let i = 0; performance.now() - start < SECONDS * 1000 || times.length < 3; i += 1) {
     const path = paths[i % paths.length] as string;
     const sent = performance.now();
     const res = await fetch(`${base}${path}`, { headers: { "x-agentmon-api-key": KEY } });
-    await res.arrayBuffer();
-    if (res.status !== 200) throw new Error(`${what}: ${path} answered ${res.status}`);
+    const body = await res.text();
+    if (res.status !== 200) {
+      refused[res.status] = (refused[res.status] ?? 0) + 1;
+      refusal ??= `${path} answered ${res.status}: ${body.slice(0, 300)}`;
+      if (++refusals >= 50 && times.length === 0) break;
+      continue;
+    }
     times.push(performance.now() - sent);
   }
   const elapsed = (performance.now() - start) / 1000;
@@ -192,8 +206,10 @@ async function measure(what: string, base: string, paths: string[]): Promise<Fig
     what,
     requests_per_s: times.length / elapsed,
     mean_ms: times.reduce((sum, t) => sum + t, 0) / times.length,
-    p50_ms: at(50),
-    p99_ms: at(99),
+    p50_ms: times.length ? at(50) : Number.NaN,
+    p99_ms: times.length ? at(99) : Number.NaN,
+    refused,
+    ...(refusal === undefined ? {} : { refusal }),
   };
 }
 
@@ -460,6 +476,7 @@ async function main() {
       console.log(
         `${pad(f.what, 38)}${num(f.requests_per_s)}${num(f.p50_ms, 0)}${num(f.p99_ms, 0)}  ${num(n?.p50_ms, 0)}  ${num(n?.p99_ms, 0)}`,
       );
+      if (f.refusal) console.log(`      refused: ${JSON.stringify(f.refused)}; first: ${f.refusal}`);
     });
     const loaded = values["no-load"] ? undefined : await duringLoad(base, queries);
     if (loaded) {
@@ -472,9 +489,12 @@ async function main() {
       console.log(`${pad("what", 38)}    req/s   p50 ms   p99 ms   idle p99`);
       const idle = [baseline, ...figures];
       [loaded.baseline, ...loaded.figures].forEach((f, i) => {
+        const refused = Object.entries(f.refused).map(([status, n]) => `${n} × ${status}`);
         console.log(
-          `${pad(f.what, 38)}${num(f.requests_per_s)}${num(f.p50_ms, 0)}${num(f.p99_ms, 0)}  ${num(idle[i]?.p99_ms, 0)}`,
+          `${pad(f.what, 38)}${num(f.requests_per_s)}${num(f.p50_ms, 0)}${num(f.p99_ms, 0)}  ${num(idle[i]?.p99_ms, 0)}` +
+            (refused.length ? `  refused: ${refused.join(", ")}` : ""),
         );
+        if (f.refusal) console.log(`      first refusal: ${f.refusal}`);
       });
       console.log("projector lag during the load (a scrape a second):");
       for (const gauge of LAG_GAUGES) {
