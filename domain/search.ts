@@ -171,6 +171,14 @@ export function eventWords(fields: Record<string, unknown>, cache: WordCache): s
   return [...words].join(" ");
 }
 
+/** The words both engines' indexes receive (eventWords), one cache per thread. */
+const indexCache = new WordCache();
+/** The words of an event's fields (its body's JSON, parsed). */
+export const fieldWords = (fields: Record<string, unknown>) => eventWords(fields, indexCache);
+/** The words of each of these events, in order. */
+export const wordsOf = (events: { fields: Record<string, unknown> }[]) =>
+  events.map((event) => fieldWords(event.fields));
+
 /**
  * Whether a document with these words (eventWords / distinctWords, as a set) and these fields
  * matches the query as the index does: each term's words all among them (a prefix term's last word

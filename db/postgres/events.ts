@@ -1,5 +1,6 @@
 /** Events and agents of a session on PostgreSQL: page through, patch under row locks, agent upserts. */
 import type pg from "pg";
+import { fieldWords } from "../../domain/search.ts";
 import type {
   AgentRecord,
   EventPatch,
@@ -12,7 +13,6 @@ import type {
 } from "../../domain/types.ts";
 import { EVENT_COLUMNS, eventRecord, eventRow, json, parse, type StoredEvent } from "../rows.ts";
 import { CHANGE } from "./projector.ts";
-import { fieldWords } from "./search.ts";
 
 type Queryable = pg.Pool | pg.ClientBase;
 

@@ -7,14 +7,13 @@
 import type pg from "pg";
 import {
   eventFields,
-  eventWords,
+  fieldWords,
   fold,
   SEARCHED_FIELDS,
   type SearchMatch,
   type SearchQuery,
   sessionFields,
   snippetOf,
-  WordCache,
 } from "../../domain/search.ts";
 import { parse } from "../rows.ts";
 
@@ -91,10 +90,7 @@ export const searchCondition = (query: SearchQuery, p: (value: unknown) => strin
   `(s.pk IN (SELECT pk FROM sessions WHERE ${sessionCondition(query, p)})
     OR s.pk IN (SELECT session_pk FROM events WHERE ${eventCondition(query, p)}))`;
 
-/** The words an event's row gets in search_words: eventWords of its fields (the body's JSON). */
-const cache = new WordCache();
-export const fieldWords = (fields: Record<string, unknown>) => eventWords(fields, cache);
-/** The same from a row's body, parsed again: for rows whose record is not at hand (spans, the bench). */
+/** An event row's search_words from its body, parsed again: for rows whose record is not at hand (spans, the bench). */
 export const searchWords = (body: unknown) =>
   fieldWords(typeof body === "string" ? ((parse(body) as Record<string, unknown> | null) ?? {}) : {});
 

@@ -16,6 +16,7 @@ import {
 } from "../../domain/prices.ts";
 import { patchEvent } from "../../domain/records.ts";
 import type { ScoreFilter } from "../../domain/scores.ts";
+import { wordsOf } from "../../domain/search.ts";
 import { parseTimestamp, type Timestamp } from "../../domain/timestamps.ts";
 import type { EventRecord, ImportedPrices, Position, UnpricedModel } from "../../domain/types.ts";
 import { SchemaMismatch, StorageFault } from "../errors.ts";
@@ -30,7 +31,6 @@ import { migrate, schemaVersion, versionOf } from "./migrate.ts";
 import { people, TokenMismatch } from "./people.ts";
 import { postgresProjector } from "./projector.ts";
 import * as scores from "./scores.ts";
-import { fieldWords } from "./search.ts";
 import {
   createSession,
   deleteBatch,
@@ -327,13 +327,7 @@ function postgresStore(
       ),
 
       insertEvents: (projectId, sessionId, list: EventRecord[], keyId) =>
-        group.events(
-          projectId,
-          sessionId,
-          list.map(eventRow),
-          list.map((event) => fieldWords(event.fields)),
-          keyId,
-        ),
+        group.events(projectId, sessionId, list.map(eventRow), wordsOf(list), keyId),
       updateEvents: (projectId, sessionId, patches, keyId) =>
         write(patches.length, keyId, projectId, (tx) =>
           inSession(tx, projectId, sessionId, (pk) => updateEvents(tx, pk, patches, apply), {

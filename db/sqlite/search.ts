@@ -19,7 +19,6 @@ import {
   snippetOf,
   WordCache,
 } from "../../domain/search.ts";
-import type { EventRecord } from "../../domain/types.ts";
 import { parse } from "../rows.ts";
 
 /** A connection (open.ts's Db; not imported from it, since open.ts registers searchFunctions). */
@@ -112,10 +111,6 @@ export function searchFunctions(db: Db) {
     return matchesWords(words(text), () => fields, JSON.parse(String(query)) as SearchQuery) ? 1 : 0;
   });
 }
-
-/** The words the index receives for each of these events (eventWords), on the caller's thread. */
-const cache = new WordCache();
-export const wordsOf = (events: EventRecord[]) => events.map((event) => eventWords(event.fields, cache));
 
 /** A query whose words are in at least this many events is searched page-first (searchWalk). */
 export const COMMON_MATCHES = 5_000;

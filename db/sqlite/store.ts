@@ -15,6 +15,7 @@ import {
   shippedPrices,
 } from "../../domain/prices.ts";
 import { patchEvent } from "../../domain/records.ts";
+import { wordsOf } from "../../domain/search.ts";
 import { parseTimestamp, type Timestamp } from "../../domain/timestamps.ts";
 import type { EventRecord, TraceOutcome } from "../../domain/types.ts";
 import { SchemaMismatch } from "../errors.ts";
@@ -32,7 +33,6 @@ import { peopleStatements, TokenMismatch } from "./people.ts";
 import { priceStatements } from "./prices.ts";
 import { CHANGE, sqliteProjector } from "./projector.ts";
 import { scoreStatements } from "./scores.ts";
-import { wordsOf } from "./search.ts";
 import { SessionTable } from "./sessions.ts";
 import { rowsOf, type TraceRows, TraceTable, traceRows } from "./traces.ts";
 

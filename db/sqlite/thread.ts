@@ -12,6 +12,7 @@
  */
 import { Worker } from "node:worker_threads";
 import type { PriceEntry } from "../../domain/prices.ts";
+import { wordsOf } from "../../domain/search.ts";
 import { revive, StorageFault, type WireError } from "../errors.ts";
 import { eventRow } from "../rows.ts";
 import type { Store } from "../store.ts";
@@ -19,7 +20,6 @@ import { rethrow } from "./errors.ts";
 import { GROUP_MAX_ROWS } from "./group-commit.ts";
 import { keyReader } from "./keys.ts";
 import { openReader, type Synchronous } from "./open.ts";
-import { wordsOf } from "./search.ts";
 import type { SqliteStore } from "./store.ts";
 import { rowsOf, traceRows } from "./traces.ts";
 
