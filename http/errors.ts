@@ -23,8 +23,17 @@ import { otlpRoute, sendOtlpError } from "./otlp.ts";
 import type { Routes } from "./routes.ts";
 import { type AjvError, detailsFromAjv } from "./validation.ts";
 
-export const storageUnavailable = (reason: string) =>
-  serviceUnavailable(`Storage is unavailable (${reason}); nothing was stored. Retry after 5 seconds`, 5);
+/**
+ * The 503 of a storage fault (O4, O2's write backlog). A read (GET, HEAD) stored nothing to begin
+ * with, so its message does not say so: a refused search is not a refused write.
+ */
+export const storageUnavailable = (reason: string, read = false) =>
+  serviceUnavailable(
+    `Storage is unavailable (${reason})${read ? "" : "; nothing was stored"}. Retry after 5 seconds`,
+    5,
+  );
+
+const READS = new Set(["GET", "HEAD"]);
 
 const errorName: Record<number, string> = {
   400: "Bad request",
@@ -67,12 +76,12 @@ const undecodable = () =>
   });
 for (const code of ["Z_DATA_ERROR", "Z_BUF_ERROR", "ERR_STREAM_PREMATURE_CLOSE"]) FASTIFY_ERRORS[code] = undecodable;
 
-/** Every error as a contract G2 answer. */
-export function toApiError(err: unknown, bodyLimit: number): ApiError {
+/** Every error as a contract G2 answer; `method` is the request's (a read's 503 says it stored nothing only if it wrote). */
+export function toApiError(err: unknown, bodyLimit: number, method = "POST"): ApiError {
   if (err instanceof ApiError) return err;
   if (err instanceof KeyRevoked) return invalidJwt();
-  if (err instanceof StorageFault) return storageUnavailable(err.reason);
-  if (err instanceof SchemaMismatch) return storageUnavailable(err.message);
+  if (err instanceof StorageFault) return storageUnavailable(err.reason, READS.has(method));
+  if (err instanceof SchemaMismatch) return storageUnavailable(err.message, READS.has(method));
   if (err instanceof Conflict) {
     return new ApiError(409, { error: "Conflict", message: "Another call wrote the same record; retry the call" });
   }
@@ -183,7 +192,7 @@ export interface ErrorOptions {
 /** The error handler, and the 404 and 405 answers of routes the spec does not have. */
 export function errorAnswers(app: FastifyInstance, { bodyLimit, routes, review }: ErrorOptions) {
   app.setErrorHandler(async (err, req, reply) => {
-    let error = toApiError(err, bodyLimit);
+    let error = toApiError(err, bodyLimit, req.method);
     if (review) error = await review(req, error);
     if (error.statusCode === 500 || error.statusCode === 503) req.log.error({ err }, "request failed");
     if (otlpRoute(req) === undefined) sendError(reply, error);

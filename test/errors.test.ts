@@ -54,3 +54,19 @@ t.test("an untyped error is a 500 that says nothing of itself", async (t) => {
   t.equal(status, 500);
   t.ok(leaksNothing(JSON.stringify(body)) && !JSON.stringify(body).includes("undefined"));
 });
+
+t.test("a read's 503 does not say that nothing was stored: it had nothing to store", async (t) => {
+  for (const method of ["GET", "HEAD"]) {
+    t.equal(
+      toApiError(new StorageFault("behind", "writes arrive faster than the disk takes them"), 1024, method).body
+        .message,
+      "Storage is unavailable (writes arrive faster than the disk takes them). Retry after 5 seconds",
+      method,
+    );
+    t.equal(
+      toApiError(new SchemaMismatch(3, 2), 1024, method).body.message,
+      "Storage is unavailable (the database is at schema version 3; this server needs 2). Retry after 5 seconds",
+    );
+  }
+  t.match(toApiError(new StorageFault("full", "the disk is full"), 1024, "POST").body.message, /nothing was stored/);
+});

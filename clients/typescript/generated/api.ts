@@ -3,7 +3,7 @@
  * Do not make direct changes to the file.
  */
 
-// Source: openapi.yaml, sha256 7c2d925d220ea4270e5d1dd2072295535b40eb6347ed14801b43babf772edceb. Regenerate with `npm run generate`.
+// Source: openapi.yaml, sha256 94be68e2d4f128c7ec0982676744e89422285f84924845df8a6a76365ab4d65b. Regenerate with `npm run generate`.
 
 export interface paths {
     "/v2/create_session": {
@@ -3254,7 +3254,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The server is shutting down, overloaded (O2), holding as many request bodies as its memory budget allows (O5, operations that take a body) or its storage is unavailable (O4). Nothing was stored; retry after `Retry-After` seconds. */
+        /** @description The server is shutting down, overloaded (O2), holding as many request bodies as its memory budget allows (O5, operations that take a body) or its storage is unavailable (O4). Nothing was stored (a read's message does not say so, having nothing to store); retry after `Retry-After` seconds. */
         ServiceUnavailable: {
             headers: {
                 "Retry-After": components["headers"]["RetryAfter"];
