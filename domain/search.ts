@@ -89,6 +89,23 @@ const ASCII_SEPARATORS = /[\x00-\x2f\x3a-\x40\x5b-\x60\x7b-\x7f]+/;
 const NOT_ASCII = /[^\x00-\x7f]/;
 
 /**
+ * The words of a text folded as distinctWords folds them, in their order, repeats kept: what
+ * SQLite's sessions' index receives (it keeps positions, for phrases), so that its words are
+ * spelled as the queries' are (unicode61 alone folds some letters otherwise).
+ */
+export function foldedText(text: string): string {
+  const words: string[] = [];
+  for (const piece of text.toLowerCase().split(ASCII_SEPARATORS)) {
+    if (!NOT_ASCII.test(piece)) {
+      if (piece !== "") words.push(piece);
+      continue;
+    }
+    for (const word of fold(piece).match(FOLDED_WORD) ?? []) words.push(word);
+  }
+  return words.join(" ");
+}
+
+/**
  * The distinct words of a text, folded, space-separated: what SQLite's event index receives. It
  * keeps no positions (detail=none), so a word said twice adds nothing but tokenizing work, and an
  * llm event's prompt repeats most of its words (docs/decisions/023-search.md measures it). The

@@ -126,3 +126,56 @@ t.test("PostgreSQL: migration 006 indexes a version-5 database's events and sess
   t.equal(await store.ping(new Date().toISOString()), postgresVersion(), "now at the latest version");
   await findsOldRows(t, store, "p1");
 });
+
+t.test(
+  "SQLite: migration 017 indexes a version-16 file's sessions with their words folded as queries are",
+  async (t) => {
+    const path = join(tempDir(t), "v16.db");
+    const v16 = fileAtVersion(path, 16);
+    v16.prepare("INSERT INTO projects (id, name, created_at) VALUES ('p1', 'default', '2026-01-01T00:00:00Z')").run();
+    const insert = v16.prepare(
+      `INSERT INTO sessions (pk, id, project_id, init_timestamp, init_us, end_state_reason, tags, extra)
+     VALUES (?, ?, 'p1', '2026-11-22T05:00:00Z', ?, ?, ?, '{}')`,
+    );
+    insert.run(1, "greek", US0 + 1, "Done: ÄÖÜ Σίσυφος", null);
+    insert.run(2, "tags", US0 + 2, null, '["Ωμέγα night", "régression"]');
+    // What version 16 indexed: unicode61's own folding of the raw text keeps the tonos.
+    t.equal(
+      v16.prepare("SELECT count(*) FROM session_search WHERE session_search MATCH ?").pluck().get('"σισυφ"*'),
+      0,
+      "before: the folded query misses",
+    );
+    v16.close();
+
+    const db = openDb(path);
+    t.equal(db.pragma("user_version", { simple: true }), schemaVersion(), "now at the latest version");
+    const store = sqliteStore(db, { checkpointer: false });
+    t.teardown(() => store.close());
+    const list = async (q: string) =>
+      (await store.listSessions("p1", { q: search(q) }, undefined, 10)).items.map((item) => [
+        item.session.id,
+        item.match?.field,
+      ]);
+    t.strictSame(await list("ΣΊΣΥΦ"), [["greek", "end_state_reason"]], "a Greek prefix, its tonos folded");
+    t.strictSame(
+      await list('"done äöü σίσυφος"'),
+      [["greek", "end_state_reason"]],
+      "a phrase: the words keep their order",
+    );
+    t.strictSame(await list('"äöü done"'), [], "and only that order");
+    t.strictSame(await list("ωμεγα"), [["tags", "tags"]]);
+    t.strictSame(await list("regression"), [["tags", "tags"]]);
+    await store.createSession("p1", {
+      id: "new",
+      init_timestamp: "2026-11-22T05:00:00Z",
+      init_us: US0 + 3,
+      end_timestamp: null,
+      end_state: "Fail",
+      end_state_reason: "Ἀχιλλεύς lost",
+      tags: null,
+      host_env: null,
+      extra: {},
+    });
+    t.strictSame(await list("αχιλλευς"), [["new", "end_state_reason"]], "a session written after the migration");
+  },
+);

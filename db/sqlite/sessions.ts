@@ -30,7 +30,17 @@ import {
 } from "../rows.ts";
 import type { Db } from "./open.ts";
 import { CHANGE, type SqliteProjector } from "./projector.ts";
-import { searchCondition, searchMatches, searchParams, searchWalk, WALKED_SESSIONS } from "./search.ts";
+import {
+  type Expand,
+  searchCondition,
+  searchMatches,
+  searchParams,
+  searchWalk,
+  WALKED_EVENTS,
+  WALKED_PROBES,
+  WALKED_SESSIONS,
+  type Walk,
+} from "./search.ts";
 
 /**
  * A stored timestamp (always YYYY-MM-DDTHH:MM:SS[.f{1,6}]Z, lib/timestamps.ts) as microseconds
@@ -123,6 +133,7 @@ function listQuery(
   after: Position | undefined,
   limit: number,
   sort: SessionSort = DEFAULT_SORT,
+  expand?: Expand,
 ) {
   const params: Record<string, unknown> = { project_id: projectId, limit: limit + 1 };
   const conditions: Condition[] = [];
@@ -140,7 +151,7 @@ function listQuery(
   if (tags.length > 0) add("tags", { tags: json(tags), tag_count: tags.length });
   if (filter.agent_id !== undefined) add("agent_id", { agent_id: filter.agent_id });
   if (filter.q !== undefined) {
-    const search = searchParams(filter.q);
+    const search = searchParams(filter.q, expand);
     add(search.q_phrases === undefined ? "q" : "q_phrases", search);
   }
   if (filter.conversation_id !== undefined) add("conversation_id", { conversation_id: filter.conversation_id });
@@ -280,17 +291,19 @@ export class SessionTable {
     sort: SessionSort = DEFAULT_SORT,
   ) {
     const walked = new Set<number>();
+    const expand = this.#walk.expansion();
     const rows =
       filter.q !== undefined
-        ? this.#searchPage(projectId, filter, after, limit, sort, walked)
+        ? this.#searchPage(projectId, filter, after, limit, sort, walked, expand)
         : this.#rows(projectId, filter, after, limit + 1, sort);
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     const search = filter.q;
     // A row found by the index is looked for in the index too, unless a word is common.
-    const common = search !== undefined && page.some((row) => !walked.has(row.pk)) && this.#walk.hasCommon(search);
+    const common =
+      search !== undefined && page.some((row) => !walked.has(row.pk)) && this.#walk.hasCommon(search, expand);
     const matchOf = (pk: number) => {
-      const match = search && this.#match(pk, search, common || walked.has(pk));
+      const match = search && this.#match(pk, search, common || walked.has(pk), expand);
       return match ? { match } : {};
     };
     return {
@@ -375,18 +388,25 @@ export class SessionTable {
   }
 
   /** Up to `count` rows of the list from `after`. */
-  #rows(projectId: string, filter: SessionFilter, after: Position | undefined, count: number, sort: SessionSort) {
-    const { conditions, params } = listQuery(projectId, filter, after, count - 1, sort);
+  #rows(
+    projectId: string,
+    filter: SessionFilter,
+    after: Position | undefined,
+    count: number,
+    sort: SessionSort,
+    expand?: Expand,
+  ) {
+    const { conditions, params } = listQuery(projectId, filter, after, count - 1, sort, expand);
     return this.#listStatement(conditions, sort).all(params);
   }
 
   /**
-   * The list's rows for a `q` (search.ts searchWalk): the list without `q` is walked chunk by chunk
-   * (100 sessions, then twice the last), each chunk kept to its sessions that match, checked in
-   * their stored rows. After the first chunk, unless the query's words are common, and after
-   * WALKED_SESSIONS in any case, the rest of the page comes from the index, after the last session
-   * walked: the same rows as the plain query, found without reading every match of a common word.
-   * `walked` gets the pks of the rows found by walking.
+   * The list's rows for a `q` (search.ts searchWalk). A query whose words are not common is read
+   * from the index. Otherwise the list without `q` is walked chunk by chunk (100 sessions, then
+   * twice the last), each chunk kept to its sessions that match, checked in their stored rows;
+   * after WALKED_SESSIONS sessions or WALKED_EVENTS event bodies, the rest of the page comes from
+   * the index, after the last session decided: the same rows as the plain query, found without
+   * reading every match of a common word. `walked` gets the pks of the rows found by walking.
    */
   #searchPage(
     projectId: string,
@@ -395,29 +415,40 @@ export class SessionTable {
     limit: number,
     sort: SessionSort,
     walked: Set<number>,
+    expand: Expand,
   ) {
     const { q, ...others } = filter;
+    if (q === undefined || !this.#walk.isCommon(q, expand)) {
+      return this.#rows(projectId, filter, after, limit + 1, sort, expand);
+    }
     const rows: SessionRow[] = [];
+    const budget: Walk = { events: WALKED_EVENTS, probes: WALKED_PROBES, expand };
+    const position = (row: SessionRow) => ({ init_us: keyOf(row, sort.by), id: row.id });
     let from = after;
     let read = 0;
-    for (let chunk = 100; q !== undefined && rows.length <= limit; chunk *= 2) {
-      if (read >= WALKED_SESSIONS || (read > 0 && !this.#walk.isCommon(q))) {
-        return [...rows, ...this.#rows(projectId, filter, from, limit + 1 - rows.length, sort)];
-      }
+    for (let chunk = 100; rows.length <= limit; chunk *= 2) {
+      if (read >= WALKED_SESSIONS)
+        return [...rows, ...this.#rows(projectId, filter, from, limit + 1 - rows.length, sort, expand)];
       const candidates = this.#rows(projectId, others, from, chunk, sort);
       read += candidates.length;
-      const matching = this.#walk.matching(
+      const { matched, decided } = this.#walk.matching(
         candidates.map((row) => row.pk),
         q,
+        budget,
       );
-      for (const row of candidates) {
-        if (!matching.has(row.pk) || rows.length > limit) continue;
+      for (const row of candidates.slice(0, decided)) {
+        if (!matched.has(row.pk) || rows.length > limit) continue;
         rows.push(row);
         walked.add(row.pk);
       }
-      const last = candidates[candidates.length - 1];
+      const last = candidates[decided - 1];
+      if (last) from = position(last);
+      if (decided < candidates.length) {
+        // Out of bodies to read: the undecided sessions, and the rest, from the index.
+        if (rows.length > limit) break;
+        return [...rows, ...this.#rows(projectId, filter, from, limit + 1 - rows.length, sort, expand)];
+      }
       if (candidates.length < chunk || !last) break;
-      from = { init_us: keyOf(last, sort.by), id: last.id };
     }
     return rows;
   }

@@ -234,3 +234,117 @@ t.test("a common word found only past the sessions walked: the page comes from t
     "a phrase of common words: its events only, never across two fields or two events",
   );
 });
+
+t.test("long sessions: the walk reads a few of their events, then asks the index, whatever their length", async (t) => {
+  const { store, project, db } = await fixture(t);
+  const { parseSearch } = await import("../../domain/search.ts");
+  const { searchWalk, SCANNED_EVENTS, WALKED_EVENTS, WALKED_PROBES, EXPANDED_WORDS } = await import(
+    "../../db/sqlite/search.ts"
+  );
+  const query = (q: string) => parseSearch(q) as NonNullable<ReturnType<typeof parseSearch>>;
+  const padded = (n: number) => String(n).padStart(4, "0");
+  // Old sessions make "plenty" common; 17 words start with "zz" (more than EXPANDED_WORDS).
+  await store.createSession(project, session("old"));
+  await store.insertEvents(project, "old", [
+    ...Array.from({ length: 500 }, (_, n) => llm(`o${padded(n)}`, "plenty")),
+    ...Array.from({ length: EXPANDED_WORDS + 1 }, (_, n) => llm(`z${n}`, `zz${n}`)),
+  ]);
+  // Three sessions of 3 000 events: one without the word, one with it in its last event only, one
+  // with a longer word it starts in its last event only.
+  const long = { none: "unrelated", late: "plenty", prefix: "plentyfold" } as const;
+  for (const [id, word] of Object.entries(long)) {
+    await store.createSession(project, session(id));
+    const events = Array.from({ length: 3000 }, (_, n) => llm(`${id}-${padded(n)}`, n === 2999 ? word : "filler"));
+    await store.insertEvents(project, id, events);
+  }
+  await drain(store);
+  const pk = (id: string) => db.prepare<[string], number>("SELECT pk FROM sessions WHERE id = ?").pluck().get(id);
+  const pks = Object.keys(long).map((id) => pk(id) as number);
+  const walk = searchWalk(db);
+  const run = (q: string, events = WALKED_EVENTS) => {
+    const state = { events, probes: WALKED_PROBES, expand: walk.expansion() };
+    const { matched, decided } = walk.matching(pks, query(q), state);
+    const named = Object.keys(long).filter((id) => matched.has(pk(id) as number));
+    return { named, decided, read: events - state.events, probes: WALKED_PROBES - state.probes };
+  };
+
+  t.strictSame(
+    run("plenty"),
+    { named: ["late", "prefix"], decided: 3, read: 3 * SCANNED_EVENTS, probes: 3 },
+    "a prefix: each long session read SCANNED_EVENTS bodies, then asked of the index with the words it starts",
+  );
+  t.strictSame(run('"plenty"'), { named: ["late"], decided: 3, read: 3 * SCANNED_EVENTS, probes: 3 }, "a word whole");
+  t.strictSame(run("nowordstartsso"), { named: [], decided: 3, read: 3 * SCANNED_EVENTS, probes: 3 });
+  const wide = run("zz", 4000);
+  t.strictSame(
+    wide,
+    { named: [], decided: 1, read: 4000, probes: 0 },
+    "a prefix of more words than EXPANDED_WORDS cannot be asked of the index: bodies are read until the budget ends",
+  );
+
+  // Through the Store: the page, and each session's first matching event, past its first events.
+  const page = await store.listSessions(project, { q: query("plenty") }, undefined, 3);
+  t.strictSame(
+    page.items.map((row) => [row.session.id, row.match?.event_id]),
+    [
+      ["prefix", "prefix-2999"],
+      ["old", "o0000"],
+      ["late", "late-2999"],
+    ],
+    "the sessions in the list's order (same start, ids descending), each with its first matching event",
+  );
+});
+
+t.test(
+  "a walk out of bodies to read: probes, else the rest of the page from the index after the last session decided",
+  async (t) => {
+    const { store, project } = await fixture(t);
+    const { parseSearch } = await import("../../domain/search.ts");
+    const { COMMON_MATCHES, EXPANDED_WORDS, SCANNED_EVENTS, WALKED_EVENTS } = await import("../../db/sqlite/search.ts");
+    const at = (i: number) => ({ init_us: 1_795_323_600_000_000 + i * 1_000_000 });
+    // The oldest session makes both words common (and "zz" starts more than EXPANDED_WORDS words);
+    // then sessions of SCANNED_EVENTS events without them, more than WALKED_EVENTS events in all,
+    // the 20th newest with them in its last event.
+    await store.createSession(project, { ...session("oldest"), ...at(0) });
+    await store.insertEvents(project, "oldest", [
+      ...Array.from({ length: COMMON_MATCHES }, (_, n) => llm(`o${n}`, "plenty zz")),
+      ...Array.from({ length: EXPANDED_WORDS + 1 }, (_, n) => llm(`z${n}`, `zz${n}`)),
+    ]);
+    const count = Math.ceil((1.5 * WALKED_EVENTS) / SCANNED_EVENTS);
+    for (let i = 1; i <= count; i++) {
+      const id = `s${String(i).padStart(4, "0")}`;
+      await store.createSession(project, { ...session(id), ...at(i) });
+      const last = i === count - 19 ? "plenty zz3" : "filler";
+      await store.insertEvents(
+        project,
+        id,
+        Array.from({ length: SCANNED_EVENTS }, (_, n) => llm(`${id}-${n}`, n === SCANNED_EVENTS - 1 ? last : "filler")),
+      );
+    }
+    const newest = `s${String(count - 19).padStart(4, "0")}`;
+    // A word whole: once the bodies are spent, each session is asked of the index. A prefix of too
+    // many words cannot be: the rest comes from the index, after the last session decided.
+    for (const q of ['"plenty"', "zz"]) {
+      const query = parseSearch(q) as NonNullable<ReturnType<typeof parseSearch>>;
+      const first = await store.listSessions(project, { q: query }, undefined, 1);
+      t.strictSame(
+        first.items.map((row) => [row.session.id, row.match?.event_id]),
+        [[newest, `${newest}-${SCANNED_EVENTS - 1}`]],
+        `${q}: the newest match`,
+      );
+      const rest = await store.listSessions(project, { q: query }, first.next ?? undefined, 5);
+      t.strictSame(
+        rest.items.map((row) => [row.session.id, row.match?.event_id]),
+        [["oldest", "o0"]],
+        `${q}: past the walk's budget, the oldest session`,
+      );
+      t.equal(rest.next, null);
+      const both = await store.listSessions(project, { q: query }, undefined, 5);
+      t.strictSame(
+        both.items.map((row) => row.session.id),
+        [newest, "oldest"],
+        `${q}: one page, both`,
+      );
+    }
+  },
+);
