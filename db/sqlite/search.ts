@@ -216,13 +216,18 @@ export function searchWalk(db: Db) {
       .pluck(),
     // Whether one of the session's events is in the index for the query, read over the session's
     // row keys only (as searchMatches reads a match).
+    // (The bounds in one read of the session's index entries, not one each: 1.4 ms, not 1.9, for
+    // 20 000 events. They are cast: bound as parameters without it, a probe of a common word took
+    // 3-20 times longer.)
+    bounds: db.prepare<[number], { lo: number | null; hi: number | null }>(
+      "SELECT min(pk) AS lo, max(pk) AS hi FROM events WHERE session_pk = ?",
+    ),
     probe: [false, true].map((phrases) =>
       db
-        .prepare<{ pk: number; q_events: string; q_phrases?: string }>(
+        .prepare<{ pk: number; lo: number; hi: number; q_events: string; q_phrases?: string }>(
           `SELECT 1 FROM events e
            WHERE e.session_pk = @pk AND e.pk IN (SELECT rowid FROM event_search WHERE event_search MATCH @q_events
-             AND rowid >= (SELECT min(pk) FROM events WHERE session_pk = @pk)
-             AND rowid <= (SELECT max(pk) FROM events WHERE session_pk = @pk))
+             AND rowid >= CAST(@lo AS INTEGER) AND rowid <= CAST(@hi AS INTEGER))
              ${phrases ? "AND agentmon_has_phrases(e.body, @q_phrases)" : ""}
            LIMIT 1`,
         )
@@ -278,8 +283,10 @@ export function searchWalk(db: Db) {
       const probe = (pk: number) => {
         if (walk.probes <= 0 || !expandable(query, walk.expand)) return undefined;
         walk.probes -= 1;
+        const { lo, hi } = q.bounds.get(pk) ?? { lo: null, hi: null };
+        if (lo === null || hi === null) return false;
         const { q: _, ...params } = searchParams(query, walk.expand);
-        return q.probe[params.q_phrases === undefined ? 0 : 1]?.get({ pk, ...params }) === 1;
+        return q.probe[params.q_phrases === undefined ? 0 : 1]?.get({ pk, lo, hi, ...params }) === 1;
       };
       for (const [decided, pk] of pks.entries()) {
         if (matched.has(pk)) continue;
