@@ -280,13 +280,23 @@ export function searchWalk(db: Db) {
       const matched = new Set(q.sessions.all(JSON.stringify(pks), JSON.stringify(query)) as number[]);
       // Whether the session's events match, from the index (true/false), or undefined when it
       // cannot be asked (a prefix of too many words) or the walk's probes are spent.
+      // The probe's FTS5 query, made once for the chunk (undefined: a prefix of too many words).
+      const params = expandable(query, walk.expand) ? searchParams(query, walk.expand) : undefined;
       const probe = (pk: number) => {
-        if (walk.probes <= 0 || !expandable(query, walk.expand)) return undefined;
+        if (walk.probes <= 0 || params === undefined) return undefined;
         walk.probes -= 1;
         const { lo, hi } = q.bounds.get(pk) ?? { lo: null, hi: null };
         if (lo === null || hi === null) return false;
-        const { q: _, ...params } = searchParams(query, walk.expand);
-        return q.probe[params.q_phrases === undefined ? 0 : 1]?.get({ pk, lo, hi, ...params }) === 1;
+        const { q_events, q_phrases } = params;
+        return (
+          q.probe[q_phrases === undefined ? 0 : 1]?.get({
+            pk,
+            lo,
+            hi,
+            q_events,
+            ...(q_phrases === undefined ? {} : { q_phrases }),
+          }) === 1
+        );
       };
       for (const [decided, pk] of pks.entries()) {
         if (matched.has(pk)) continue;

@@ -426,9 +426,10 @@ export class SessionTable {
     const position = (row: SessionRow) => ({ init_us: keyOf(row, sort.by), id: row.id });
     let from = after;
     let read = 0;
+    // The rest of the page from the index, after the last session decided.
+    const rest = () => [...rows, ...this.#rows(projectId, filter, from, limit + 1 - rows.length, sort, expand)];
     for (let chunk = 100; rows.length <= limit; chunk *= 2) {
-      if (read >= WALKED_SESSIONS)
-        return [...rows, ...this.#rows(projectId, filter, from, limit + 1 - rows.length, sort, expand)];
+      if (read >= WALKED_SESSIONS) return rest();
       const candidates = this.#rows(projectId, others, from, chunk, sort);
       read += candidates.length;
       const { matched, decided } = this.#walk.matching(
@@ -446,7 +447,7 @@ export class SessionTable {
       if (decided < candidates.length) {
         // Out of bodies to read: the undecided sessions, and the rest, from the index.
         if (rows.length > limit) break;
-        return [...rows, ...this.#rows(projectId, filter, from, limit + 1 - rows.length, sort, expand)];
+        return rest();
       }
       if (candidates.length < chunk || !last) break;
     }
