@@ -48,8 +48,15 @@ const RETRY_MS = 1_000;
 const storageFault = (error: unknown) =>
   /^SQLITE_(IOERR|FULL|READONLY|BUSY|LOCKED|CANTOPEN|NOMEM)/.test(String((error as { code?: unknown })?.code ?? ""));
 
-/** How long the projector lets writes gather after the first one before it runs. */
+/** How long the projector lets writes gather after the first one before it looks again. */
 const DELAY_MS = 20;
+/**
+ * A batch runs once this many rows were handed over, or once its first entry has waited
+ * GATHER_MS. Small calls (one event each: B2) then share a batch per session, where at DELAY_MS
+ * each call was nearly a batch of its own and paid a session's share (read, fold, write) alone.
+ */
+const READY_ROWS = 300;
+const GATHER_MS = 200;
 
 /** The session's end in microseconds (NULL without one), as migration 002 computes events.end_us. */
 const END_OF_SESSION = `(unixepoch(substr(end_timestamp, 1, 19)) * 1000000
@@ -180,6 +187,8 @@ export function sqliteProjector(db: Db) {
   const fieldText = (body: string, field: string) => q.text.get(body, field) ?? null;
   const figures = { batches: 0, longest: 0, failed: 0 };
   let scheduled: NodeJS.Timeout | undefined;
+  /** When the first call not projected yet was handed over (0: none since the last batch). */
+  let gathering = 0;
   let closed = false;
 
   /** Rows handed over by committed calls, by `${session pk}:${lo}`; and by the calls of the group running now. */
@@ -424,6 +433,9 @@ export function sqliteProjector(db: Db) {
       scheduled = setTimeout(() => {
         scheduled = undefined;
         if (closed || !db.open) return;
+        if (gathering === 0) gathering = performance.now();
+        if (handedRows < READY_ROWS && performance.now() - gathering < GATHER_MS) return projector.schedule();
+        gathering = 0;
         // One batch per turn, so that requests and group commits run in between.
         try {
           if (step() && q.any.get() !== undefined) projector.schedule();

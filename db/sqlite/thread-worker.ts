@@ -35,7 +35,10 @@ const answer = (reply: Reply) => {
   if (replies.push(reply) === 1) queueMicrotask(send);
 };
 
-port.on("message", ([id, method, args]: Call) => {
+port.on("message", (calls: Call[]) => {
+  for (const call of calls) run(call);
+});
+function run([id, method, args]: Call) {
   let result: Promise<unknown>;
   try {
     result = (store[method] as (...a: unknown[]) => Promise<unknown>)(...args);
@@ -47,4 +50,4 @@ port.on("message", ([id, method, args]: Call) => {
     (value) => answer([id, true, value]),
     (error) => answer([id, false, wire(error)]),
   );
-});
+}
