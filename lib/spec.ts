@@ -5,7 +5,8 @@
  * from; the cache is used only when that hash matches the file read now, so an edited spec is
  * never served stale. Beside it, the routes fastify-openapi-glue makes of the document (its
  * parser's answer, for the plugin's default options), handed to the bundle's stand-in for that
- * parser (bin/shims/openapi-glue-parser.js; docs/decisions/034-cold-start.md).
+ * parser (bin/shims/openapi-glue-parser.js; docs/decisions/034-cold-start.md), written with
+ * each object the parser shares written once (restoreShared).
  */
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -35,6 +36,42 @@ export function parsedRoutes(spec: object, options: Record<string, unknown>): un
     : undefined;
 }
 
+/** bin/build.js shareRepeats' answer: JSON whose objects met twice are written once. */
+export interface Shared {
+  shared: unknown[];
+  value: unknown;
+}
+
+/**
+ * The value bin/build.js wrote with shareRepeats, each `{"$shared": i}` replaced by one object
+ * for every i, the same at each of its places, as the parser had made it. Done in place, on the
+ * freshly parsed JSON: copying it cost more than parsing the copies had (35 ms against 7 ms).
+ */
+export function restoreShared({ shared, value }: Shared): unknown {
+  const restored = new Uint8Array(shared.length);
+  const fix = (parent: Record<string, unknown>) => {
+    for (const key of Object.keys(parent)) {
+      const item = parent[key];
+      if (item === null || typeof item !== "object") continue;
+      const slot = (item as { $shared?: unknown }).$shared;
+      if (typeof slot !== "number") {
+        fix(item as Record<string, unknown>);
+        continue;
+      }
+      const target = shared[slot] as Record<string, unknown>;
+      if (restored[slot] === 0) {
+        restored[slot] = 1;
+        fix(target);
+      }
+      // A member named __proto__ is data here, as JSON.parse made it: never the prototype.
+      Object.defineProperty(parent, key, { value: target, writable: true, enumerable: true, configurable: true });
+    }
+  };
+  const root = { value };
+  fix(root);
+  return root.value;
+}
+
 export function loadSpec<T>(): { text: string; spec: T } {
   const text = readFileSync(SPEC_PATH, "utf8");
   try {
@@ -44,7 +81,9 @@ export function loadSpec<T>(): { text: string; spec: T } {
       glue?: { options: unknown; routes: unknown };
     };
     if (cached.sha256 === specHash(text)) {
-      if (cached.glue !== undefined) routesOf.set(cached.spec as object, cached.glue);
+      if (cached.glue !== undefined) {
+        routesOf.set(cached.spec as object, { ...cached.glue, routes: restoreShared(cached.glue.routes as Shared) });
+      }
       return { text, spec: cached.spec };
     }
   } catch {
