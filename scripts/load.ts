@@ -34,6 +34,17 @@ export interface Server {
 }
 
 /**
+ * With AGENTMON_BENCH_CPU_PROFILE=DIR, every server a benchmark starts writes a V8 CPU profile of
+ * each of its threads into DIR when it stops (node --cpu-prof; open them in Chrome's DevTools).
+ * The flag changes what is measured (decision 039: a start without cached code), so the figures of
+ * such a run are not to be compared with others.
+ */
+const profiling = (): string[] => {
+  const dir = process.env.AGENTMON_BENCH_CPU_PROFILE;
+  return dir ? ["--cpu-prof", `--cpu-prof-dir=${dir}`] : [];
+};
+
+/**
  * Starts `agentmon serve` on a new database file and waits until it listens; from another
  * checkout of agentmon when `root` is given (bench --against).
  */
@@ -41,7 +52,7 @@ export async function startAgentmon(env: Record<string, string> = {}, root = ROO
   const dir = mkdtempSync(join(tmpdir(), "agentmon-load-"));
   const key = env.AGENTMON_API_KEY ?? randomUUID();
   const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(AGENTMON_|PORT$)/.test(name)));
-  const child = spawn(process.execPath, root === ROOT ? START_ARGS : startArgs(root), {
+  const child = spawn(process.execPath, [...profiling(), ...(root === ROOT ? START_ARGS : startArgs(root))], {
     cwd: root,
     env: {
       ...clean,
