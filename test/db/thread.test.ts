@@ -111,6 +111,33 @@ t.test("G7: a write settles only once it is committed, and calls apply in the or
   t.equal((await inspect(store).listEvents("s")).find((e) => e.id === "e-499")?.model, "last");
 });
 
+t.test("small calls of one turn share a message; a large one goes at once, in order", async (t) => {
+  const { store, project } = await threaded(t);
+  await store.createSession(project, session("s"));
+  const sent: number[] = [];
+  const post = store.thread.postMessage.bind(store.thread);
+  store.thread.postMessage = (calls: unknown[]) => {
+    sent.push(calls.length);
+    post(calls);
+  };
+  t.teardown(() => {
+    store.thread.postMessage = post;
+  });
+  // One turn: 20 one-event calls, a call of 50 events (one of them an id sent before, in another
+  // model), then 20 more small ones. The first copy of an id is kept (E3), so the order shows.
+  const first = Array.from({ length: 20 }, (_, i) => store.insertEvents(project, "s", [event(`a-${i}`)]));
+  const large = store.insertEvents(project, "s", [event("a-3", "second"), ...events("b", 49)]);
+  const after = Array.from({ length: 20 }, (_, i) => store.insertEvents(project, "s", [event(`c-${i}`)]));
+  t.same(sent, [20, 1], "the waiting small calls went first, in one message, then the large one");
+  t.same(await Promise.all(first), Array(20).fill(1));
+  t.equal(await large, 49, "a-3 was stored already: the small call ran first");
+  t.same(await Promise.all(after), Array(20).fill(1));
+  t.same(sent, [20, 1, 20], "the small calls after it went together at the end of the turn");
+  const stored = await inspect(store).listEvents("s");
+  t.equal(stored.length, 89);
+  t.equal(stored.find((e) => e.id === "a-3")?.model, "gpt-4o-mini");
+});
+
 t.test("O4: errors cross the thread with their meaning", async (t) => {
   const { path, store, project } = await threaded(t);
   await store.createSession(project, session("s"));
