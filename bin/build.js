@@ -82,6 +82,17 @@ export async function build() {
         },
       },
       {
+        // fast-jwt's ASN.1 shapes (PEM keys, never HMAC's) are defined on first use: bin/shims/lazy-asn1.cjs.
+        name: "lazy-asn1-for-jwt",
+        setup(b) {
+          b.onResolve({ filter: /^asn1\.js$/ }, (args) =>
+            /node_modules\/fast-jwt\//.test(args.importer)
+              ? { path: new URL("bin/shims/lazy-asn1.cjs", ROOT).pathname }
+              : undefined,
+          );
+        },
+      },
+      {
         // fastify-openapi-glue's parser, with its answer for openapi.yaml kept by this build.
         name: "openapi-glue-parser",
         setup(b) {

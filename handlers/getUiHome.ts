@@ -8,11 +8,10 @@ import type { Deps, Handler } from "./types.ts";
  * list, sent on to `/sessions` with the same query, so links shared before show what they showed.
  */
 export const getUiHome = (_deps: Deps): Handler<"getUiHome"> => {
-  const page = uiFiles().get("overview.html") as UiFile;
   return async (req, reply) => {
     const at = req.url.indexOf("?");
     const query = at === -1 ? "" : req.url.slice(at + 1);
     if (query !== "" && !new URLSearchParams(query).has("range")) return reply.redirect(`/sessions?${query}`, 302);
-    return sendUiFile(req, reply, page);
+    return sendUiFile(req, reply, uiFiles().get("overview.html") as UiFile);
   };
 };

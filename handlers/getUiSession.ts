@@ -6,6 +6,5 @@ import type { Deps, Handler } from "./types.ts";
  * with the user's key, and shows "not found" itself, so an id never reveals anything here.
  */
 export const getUiSession = (_deps: Deps): Handler<"getUiSession"> => {
-  const page = uiFiles().get("session.html") as UiFile;
-  return async (req, reply) => sendUiFile(req, reply, page);
+  return async (req, reply) => sendUiFile(req, reply, uiFiles().get("session.html") as UiFile);
 };

@@ -7,10 +7,9 @@ import type { Deps, Handler } from "./types.ts";
  * (`/sessions?trace_id=<32 hex>`) is the same address, and leads to the trace's session page.
  */
 export const getUiSessions = (_deps: Deps): Handler<"getUiSessions"> => {
-  const page = uiFiles().get("sessions.html") as UiFile;
   return async (req, reply) => {
     const traceId = req.query.trace_id;
     if (traceId) return reply.redirect(`/sessions/${sessionOfTrace(traceId)}`, 302);
-    return sendUiFile(req, reply, page);
+    return sendUiFile(req, reply, uiFiles().get("sessions.html") as UiFile);
   };
 };

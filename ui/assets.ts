@@ -140,7 +140,10 @@ function load(name: string): UiFile {
 
 let files: Map<string, UiFile> | undefined;
 
-/** Every served file by name, read on first use (when the handlers are built) and then kept. */
+/**
+ * Every served file by name, read at the first request for one of them and then kept: not at
+ * start, where reading and hashing them all cost a server that is never browsed (B4).
+ */
 export function uiFiles(): Map<string, UiFile> {
   files ??= new Map([...PAGES, ...ASSETS].map((name) => [name, load(name)]));
   return files;
