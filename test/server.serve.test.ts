@@ -300,3 +300,54 @@ t.test("serve: AGENTMON_OTLP_GRPC_PORT opens OTLP/gRPC beside HTTP; SIGTERM drai
   );
   await store.close();
 });
+
+t.test("serve: the bundle's cached routes refuse bad requests as the parsed openapi.yaml does", async (t) => {
+  // The bundle reads its routes from dist/openapi.json, without the schemas' descriptions and
+  // examples (bin/build.js forRuntime); the sources parse openapi.yaml. Same answers expected.
+  const server = agentmon(
+    t,
+    ["serve", "--port", "0", "--db", join(tempDir(t), "a.db")],
+    childEnv({ AGENTMON_API_KEY: API_KEY }),
+  );
+  const base = (await server.waitFor(LISTENING))[1] ?? "";
+  const app = await build(t);
+  const bundleJwt = String(
+    (await postJson(`${base}/v2/create_session`, { session: { id: "s" } }, { "x-agentmon-api-key": API_KEY })).body.jwt,
+  );
+  const sourceJwt = await app.session("s");
+  const requests: { method: "GET" | "POST"; url: string; body?: unknown; jwt?: boolean }[] = [
+    { method: "POST", url: "/v2/create_session", body: { session: { id: 5, tags: "one" } } },
+    { method: "POST", url: "/v2/create_session", body: { session: { id: "x", end_state: "Maybe", nope: 1 } } },
+    {
+      method: "POST",
+      url: "/v2/create_events",
+      body: { events: [{ type: "llm", init_timestamp: "soon" }] },
+      jwt: true,
+    },
+    { method: "POST", url: "/v2/create_events", body: { events: "all of them" }, jwt: true },
+    { method: "POST", url: "/v2/update_session", body: { session: { end_state: 3 } }, jwt: true },
+    { method: "GET", url: "/v2/sessions?limit=lots&sort=sideways" },
+    { method: "GET", url: "/v2/analytics/timeseries?bucket=fortnight&min_cost=cheap" },
+    { method: "POST", url: "/v2/scores", body: { scores: [{ name: "", value: "high" }] } },
+  ];
+  for (const { method, url, body, jwt } of requests) {
+    const headers: Record<string, string> = jwt ? {} : { "x-agentmon-api-key": API_KEY };
+    if (body !== undefined) headers["content-type"] = "application/json";
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const real = await fetch(`${base}${url}`, {
+      method,
+      headers: jwt ? { ...headers, authorization: `Bearer ${bundleJwt}` } : headers,
+      ...(payload === undefined ? {} : { body: payload }),
+      signal: AbortSignal.timeout(WAIT_MS),
+    });
+    const source = await app.inject({
+      method,
+      url,
+      headers: jwt ? { ...headers, authorization: `Bearer ${sourceJwt}` } : headers,
+      ...(payload === undefined ? {} : { payload }),
+    });
+    t.equal(real.status, source.statusCode, `${method} ${url}`);
+    t.ok(real.status >= 400, `${method} ${url} is refused (${real.status})`);
+    t.same(await real.json(), source.json(), `${method} ${url}: the same error body`);
+  }
+});

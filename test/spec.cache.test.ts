@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import t from "tap";
 import { parse } from "yaml";
-import { shareRepeats } from "../bin/build.js";
+import { forRuntime, shareRepeats } from "../bin/build.js";
 import { restoreShared, type Shared } from "../lib/spec.ts";
 
 type Route = { schema: Record<string, Record<string, unknown>> };
@@ -81,6 +81,62 @@ t.test("a value that holds a $shared member of its own is refused (the build the
   t.throws(() => shareRepeats({ schema: { $shared: 1 } }), /\$shared/);
 });
 
+t.test("what the server never reads is left out; names and data stay whole", async (t) => {
+  const shared = { type: "string", description: "shared", example: "x" };
+  const routes = {
+    contentTypes: ["application/json"],
+    routes: [
+      {
+        method: "POST",
+        url: "/a",
+        operationId: "a",
+        openapiSource: { summary: "the operation as written" },
+        schema: {
+          summary: "A",
+          description: "words",
+          body: {
+            type: "object",
+            description: "the body",
+            examples: [{ description: "data" }],
+            properties: {
+              description: { type: "string", description: "a property named description" },
+              summary: shared,
+              examples: { type: "array", items: shared },
+            },
+            default: { description: "data, kept" },
+            enum: [{ summary: "data, kept" }],
+          },
+          response: { 200: { description: "OK", content: { "application/json": { schema: shared } } } },
+        },
+      },
+    ],
+  };
+  const slim = forRuntime(routes) as typeof routes;
+  t.same(slim.contentTypes, routes.contentTypes);
+  const [route] = slim.routes as unknown as Record<string, unknown>[];
+  t.equal(route?.openapiSource, undefined, "the operation as written is left out");
+  t.same(route?.schema, {
+    body: {
+      type: "object",
+      properties: {
+        description: { type: "string" },
+        summary: { type: "string" },
+        examples: { type: "array", items: { type: "string" } },
+      },
+      default: { description: "data, kept" },
+      enum: [{ summary: "data, kept" }],
+    },
+    response: { 200: { content: { "application/json": { schema: { type: "string" } } } } },
+  });
+  const schema = route?.schema as { body: { properties: { summary: unknown; examples: { items: unknown } } } };
+  t.equal(schema.body.properties.summary, schema.body.properties.examples.items, "still one object");
+  t.equal(
+    (routes.routes[0]?.schema.body.properties.description as { description?: string }).description,
+    "a property named description",
+    "the parser's answer is not changed",
+  );
+});
+
 t.test("the routes the parser makes of openapi.yaml come back equal and shared alike", async (t) => {
   const module = new URL("../node_modules/fastify-openapi-glue/lib/Parser.js", import.meta.url).href;
   const { Parser } = (await import(module)) as { Parser: new () => GlueParser };
@@ -94,4 +150,34 @@ t.test("the routes the parser makes of openapi.yaml come back equal and shared a
   const plain = JSON.stringify(routes).length;
   const written = JSON.stringify(shareRepeats(routes)).length;
   t.ok(written < plain / 1.5, `written smaller: ${written} of ${plain} bytes`);
+
+  // What the build writes: the same routes with only annotations left out, compared member by member.
+  type Routes = { routes: ({ operationId: string; openapiSource?: unknown } & Record<string, unknown>)[] };
+  const slim = restoreShared(JSON.parse(JSON.stringify(shareRepeats(forRuntime(routes)))) as Shared) as Routes;
+  const left = new Set<string>();
+  const differences: string[] = [];
+  const compare = (full: unknown, kept: unknown, path: string) => {
+    if (full === null || typeof full !== "object") {
+      if (kept !== full) differences.push(path);
+      return;
+    }
+    for (const [key, value] of Object.entries(full)) {
+      if (Object.hasOwn(kept as object, key)) compare(value, (kept as Record<string, unknown>)[key], `${path}.${key}`);
+      else left.add(key);
+    }
+    for (const key of Object.keys(kept as object)) if (!Object.hasOwn(full, key)) differences.push(`${path}.${key}`);
+  };
+  (routes as unknown as Routes).routes.forEach((route, i) => {
+    const { openapiSource: _, ...rest } = route;
+    compare(rest, slim.routes[i], `routes[${i}]`);
+  });
+  t.same(differences, [], "nothing changed or added");
+  t.same([...left].sort(), ["description", "example", "examples", "summary"], "only annotations left out");
+  const scoreConfig = slim.routes.find((r) => r.operationId === "listScoreConfigs");
+  t.match(
+    JSON.stringify(scoreConfig?.schema),
+    /"description":\{"type":\["string","null"\]\}/,
+    "a property named description is kept",
+  );
+  t.ok(JSON.stringify(forRuntime(routes)).length < plain / 3, "a third of the parser's answer");
 });
