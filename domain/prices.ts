@@ -143,9 +143,10 @@ function checkOverlaps(entries: PriceEntry[], source: string): void {
     byPattern.set(entry.pattern, list);
   });
   for (const [pattern, indexes] of byPattern) {
-    const sorted = [...indexes].sort((a, b) =>
-      (entries[a] as PriceEntry).effective_from.localeCompare((entries[b] as PriceEntry).effective_from),
-    );
+    // Dates as written (YYYY-MM-DD) sort as strings, as they are compared below; localeCompare
+    // would also start ICU's collator, 8 ms of every start (B4).
+    const from = (index: number) => (entries[index] as PriceEntry).effective_from;
+    const sorted = [...indexes].sort((a, b) => (from(a) < from(b) ? -1 : from(a) > from(b) ? 1 : 0));
     for (let i = 1; i < sorted.length; i++) {
       const [a, b] = [sorted[i - 1] as number, sorted[i] as number];
       const [ea, eb] = [entries[a] as PriceEntry, entries[b] as PriceEntry];
