@@ -63,6 +63,11 @@ export async function build() {
     splitting: true,
     chunkNames: "chunk-[hash]",
     sourcemap: "linked",
+    // Whitespace, comments and syntax minified, names kept (stack traces still name functions;
+    // the linked source maps give the lines): V8 parses every loaded byte at every start, and the
+    // app's modules loaded in 80 ms instead of 115 (B4, decision 041).
+    minifyWhitespace: true,
+    minifySyntax: true,
     metafile: true,
     logLevel: "warning",
     // Bundled CommonJS packages call require() for Node's own modules.
