@@ -6,17 +6,11 @@
  */
 import type { Writable } from "node:stream";
 import { parseArgs } from "node:util";
-import { audit } from "./cli/audit.ts";
 import { ConfigError, FLAG_OPTIONS, loadConfig, type Output, USAGE } from "./cli/config.ts";
-import { type ExportFlags, exportCommand, importCommand } from "./cli/export.ts";
-import { keys } from "./cli/keys.ts";
-import { prices } from "./cli/prices.ts";
-import { projects } from "./cli/projects.ts";
-import { rebuild } from "./cli/rebuild.ts";
-import { serve } from "./cli/serve.ts";
-import { type SessionFlags, sessions } from "./cli/sessions.ts";
-import { members, type UserFlags, users } from "./cli/users.ts";
-import { vacuum } from "./cli/vacuum.ts";
+import type { ExportFlags } from "./cli/export.ts";
+import type { SessionFlags } from "./cli/sessions.ts";
+import { startStorageThread } from "./cli/storage-thread.ts";
+import type { UserFlags } from "./cli/users.ts";
 
 const console_: Output = {
   out: (line) => process.stdout.write(`${line}\n`),
@@ -39,20 +33,50 @@ export async function main(
     const { values, positionals } = parseArgs({ args: argv, options: FLAG_OPTIONS, allowPositionals: true });
     const flags = values as Record<string, string | undefined>;
     const [command, sub, ...rest] = positionals;
-    if (command === "serve") return await serve(loadConfig(env, flags), io);
-    if (command === "keys") return await keys(sub, rest, flags, loadConfig(env, flags), io);
-    if (command === "prices") return await prices(sub, rest, loadConfig(env, flags), io);
-    if (command === "projects") return await projects(sub, rest, loadConfig(env, flags), io);
-    if (command === "sessions") return await sessions(sub, values as SessionFlags, loadConfig(env, flags), io);
+    // Each command's modules are loaded when it runs (B4, decision 041): a server's start does not
+    // read the others, and its storage thread starts before its own modules load.
+    if (command === "serve") {
+      const config = loadConfig(env, flags);
+      const storage = startStorageThread(config);
+      const { serve } = await import("./cli/serve.ts");
+      return await serve(config, io, storage);
+    }
+    if (command === "keys")
+      return await (await import("./cli/keys.ts")).keys(sub, rest, flags, loadConfig(env, flags), io);
+    if (command === "prices")
+      return await (await import("./cli/prices.ts")).prices(sub, rest, loadConfig(env, flags), io);
+    if (command === "projects") {
+      return await (await import("./cli/projects.ts")).projects(sub, rest, loadConfig(env, flags), io);
+    }
+    if (command === "sessions") {
+      return await (await import("./cli/sessions.ts")).sessions(
+        sub,
+        values as SessionFlags,
+        loadConfig(env, flags),
+        io,
+      );
+    }
     if (command === "export") {
+      const { exportCommand } = await import("./cli/export.ts");
       return await exportCommand(values as ExportFlags, loadConfig(env, flags), io, stdout);
     }
-    if (command === "import") return await importCommand(sub, values as ExportFlags, loadConfig(env, flags), io);
-    if (command === "users") return await users(sub, rest, values as UserFlags, loadConfig(env, flags), io);
-    if (command === "members") return await members(sub, rest, values as UserFlags, loadConfig(env, flags), io);
-    if (command === "audit") return await audit(sub, rest, values, loadConfig(env, flags), io, stdout);
-    if (command === "vacuum") return await vacuum(loadConfig(env, flags), io);
-    if (command === "rebuild") return await rebuild(loadConfig(env, flags), io, values.resume === true);
+    if (command === "import") {
+      const { importCommand } = await import("./cli/export.ts");
+      return await importCommand(sub, values as ExportFlags, loadConfig(env, flags), io);
+    }
+    if (command === "users") {
+      return await (await import("./cli/users.ts")).users(sub, rest, values as UserFlags, loadConfig(env, flags), io);
+    }
+    if (command === "members") {
+      return await (await import("./cli/users.ts")).members(sub, rest, values as UserFlags, loadConfig(env, flags), io);
+    }
+    if (command === "audit") {
+      return await (await import("./cli/audit.ts")).audit(sub, rest, values, loadConfig(env, flags), io, stdout);
+    }
+    if (command === "vacuum") return await (await import("./cli/vacuum.ts")).vacuum(loadConfig(env, flags), io);
+    if (command === "rebuild") {
+      return await (await import("./cli/rebuild.ts")).rebuild(loadConfig(env, flags), io, values.resume === true);
+    }
     io.err(USAGE);
     return command === undefined || command === "help" ? 0 : 2;
   } catch (error) {

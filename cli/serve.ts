@@ -15,6 +15,7 @@ import { type Config, ConfigError, DEFAULT_PROJECT, type Output } from "./config
 import { createKey } from "./keys.ts";
 import { chooseLimits } from "./limits.ts";
 import { databaseName, openServerStore } from "./storage.ts";
+import type { StartedThread } from "./storage-thread.ts";
 
 /**
  * Makes sure the key given by AGENTMON_API_KEY exists, in the default project. Several nodes
@@ -94,7 +95,7 @@ function stopper(app: FastifyInstance, io: Output, drainFirst: () => Promise<voi
  */
 const LISTEN_BACKLOG = 4096;
 
-export async function serve(config: Config, io: Output): Promise<number> {
+export async function serve(config: Config, io: Output, started?: StartedThread): Promise<number> {
   // A storage thread that stopped on its own leaves a server that can only answer 503: it exits
   // (status 1, once the requests in flight are answered) so that its supervisor restarts it.
   let storageFailed = (_error: Error) => {};
@@ -103,7 +104,7 @@ export async function serve(config: Config, io: Output): Promise<number> {
   // (B4, docs/decisions/034-cold-start.md). A start that fails before it needs them ignores them.
   const appModule = import("../app.ts");
   appModule.catch(() => undefined);
-  const opening = openServerStore(config, (error) => storageFailed(error));
+  const opening = openServerStore(config, (error) => storageFailed(error), started);
   // While the storage thread starts and opens the database (B4, decision 039), the start's work
   // that needs no database: openapi.yaml's parsed document, and the shipped price table.
   const ahead = appModule.then(({ loadAppSpec }) => {

@@ -10,6 +10,7 @@ import { sqliteStore } from "../db/sqlite/store.ts";
 import { openThreadedStore } from "../db/sqlite/thread.ts";
 import type { Store } from "../db/store.ts";
 import { type Config, ConfigError, withoutPassword } from "./config.ts";
+import type { StartedThread } from "./storage-thread.ts";
 
 /** What the log lines call the database. */
 export const databaseName = (config: Config) =>
@@ -42,6 +43,7 @@ async function openPostgres(config: Config, role: string, small: boolean): Promi
 export async function openServerStore(
   config: Config,
   onFailure: (error: Error) => void,
+  started?: StartedThread,
 ): Promise<{ store: Store; pool?: pg.Pool }> {
   if (config.databaseUrl !== undefined) {
     const store = await openPostgres(config, "serve", false);
@@ -54,6 +56,10 @@ export async function openServerStore(
         priceOverrides: config.prices,
       });
       return { store };
+    }
+    if (started !== undefined) {
+      started.onFailure(onFailure);
+      return { store: await started.opened };
     }
     const store = await openThreadedStore({
       path: config.db,
