@@ -151,6 +151,8 @@ async function glueRoutes(spec) {
 
 /** Keywords whose value is data (an instance, not a schema): nothing inside them is an annotation. */
 const DATA_KEYWORDS = new Set(["default", "enum", "const"]);
+/** Keywords whose members are names (of properties, of definitions), each holding a schema. */
+const NAME_MAPS = new Set(["properties", "patternProperties", "definitions", "$defs", "dependentSchemas"]);
 /** What only a reader of the document uses: Fastify, ajv and fast-json-stringify ignore them. */
 const ANNOTATIONS = new Set(["description", "summary", "example", "examples"]);
 
@@ -185,8 +187,6 @@ export function forRuntime(parsed) {
     routes: parsed.routes.map(({ openapiSource: _, ...route }) => ({ ...route, schema: schema(route.schema) })),
   };
 }
-/** Keywords whose members are names (of properties, of status codes...), each holding a schema. */
-const NAME_MAPS = new Set(["properties", "patternProperties", "definitions", "$defs", "dependentSchemas"]);
 
 /**
  * `value` as JSON that keeps which objects are one and the same: the parser resolves every $ref to

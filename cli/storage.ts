@@ -7,10 +7,9 @@ import type pg from "pg";
 import type { PostgresStore } from "../db/postgres/store.ts";
 import { openDb } from "../db/sqlite/open.ts";
 import { sqliteStore } from "../db/sqlite/store.ts";
-import { openThreadedStore } from "../db/sqlite/thread.ts";
 import type { Store } from "../db/store.ts";
 import { type Config, ConfigError, withoutPassword } from "./config.ts";
-import type { StartedThread } from "./storage-thread.ts";
+import { type StartedThread, startStorageThread } from "./storage-thread.ts";
 
 /** What the log lines call the database. */
 export const databaseName = (config: Config) =>
@@ -57,17 +56,10 @@ export async function openServerStore(
       });
       return { store };
     }
-    if (started !== undefined) {
-      started.onFailure(onFailure);
-      return { store: await started.opened };
-    }
-    const store = await openThreadedStore({
-      path: config.db,
-      synchronous: config.synchronous,
-      prices: config.prices ?? [],
-      onFailure,
-    });
-    return { store };
+    // Started early by `serve` (server.ts), or now.
+    const thread = started ?? (startStorageThread(config) as StartedThread);
+    thread.onFailure(onFailure);
+    return { store: await thread.opened };
   } catch (error) {
     throw cannotOpen(config, error);
   }

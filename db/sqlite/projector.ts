@@ -187,7 +187,7 @@ export function sqliteProjector(db: Db) {
   const fieldText = (body: string, field: string) => q.text.get(body, field) ?? null;
   const figures = { batches: 0, longest: 0, failed: 0 };
   let scheduled: NodeJS.Timeout | undefined;
-  /** When the first call not projected yet was handed over (0: none since the last batch). */
+  /** When the timer first looked since the last batch it ran (0: not since then): GATHER_MS counts from it. */
   let gathering = 0;
   let closed = false;
 
